@@ -1,0 +1,85 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings shared by every Swift target of ours: Swift 6 mode (strict concurrency) and no warnings.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .unsafeFlags(["-warnings-as-errors"]),
+]
+
+let package = Package(
+    name: "imgd",
+    products: [
+        .executable(name: "imgd", targets: ["imgd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+    ],
+    targets: [
+        // MARK: C libraries, reached through pkg-config.
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        /// Typed, non-variadic wrappers for libcurl's variadic calls (Swift cannot call C varargs).
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+
+        // MARK: Layers.
+        /// Value types and pure logic: URLs and cache keys, image validation, link lists, sizes.
+        .target(
+            name: "ImgdCore", dependencies: ["CCurlShim", "COpenSSL"],
+            swiftSettings: swiftSettings),
+        /// The on-disk cache: layout, temp files, publishing by rename.
+        .target(
+            name: "ImgdStore", dependencies: ["ImgdCore"],
+            swiftSettings: swiftSettings),
+        /// The downloader: libcurl's multi interface on one thread, scheduling, retries, coalescing.
+        .target(
+            name: "ImgdNetwork",
+            dependencies: [
+                "ImgdCore", "ImgdStore", "CCurlShim", "COpenSSL",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings),
+        /// The command-line front ends (`imgd prefetch`), kept out of the executable so they read as a library.
+        .target(
+            name: "ImgdCLI",
+            dependencies: [
+                "ImgdCore", "ImgdStore", "ImgdNetwork",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "imgd", dependencies: ["ImgdCLI"],
+            swiftSettings: swiftSettings),
+
+        // MARK: Testing.
+        /// A real HTTP server on 127.0.0.1 with scripted misbehaviour, and generated images.
+        .target(
+            name: "ImgdTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdCoreTests", dependencies: ["ImgdCore", "ImgdTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdNetworkTests",
+            dependencies: ["ImgdNetwork", "ImgdStore", "ImgdCore", "ImgdTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdIntegrationTests",
+            dependencies: ["imgd", "ImgdCore", "ImgdTestSupport"],
+            swiftSettings: swiftSettings),
+    ]
+)
