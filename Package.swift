@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 "ImgdCore", "ImgdStore", "CCurlShim", "COpenSSL",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings),
         /// The command-line front ends (`imgd prefetch`), kept out of the executable so they read as a library.

@@ -59,8 +59,11 @@ static inline CURLcode imgd_msg_result(const CURLMsg *message) {
     return message->data.result;
 }
 
-/// Returns 1 when `address` (a `struct sockaddr` of `length` bytes) is IPv4 or IPv6, writing
-/// its 16-byte IPv6 form (IPv4 mapped as ::ffff:a.b.c.d) to `out16`.
-int imgd_sockaddr_to_ipv6(const struct sockaddr *address, unsigned int length, unsigned char *out16);
+/// Returns 1 when `address` (what libcurl hands CURLOPT_OPENSOCKETFUNCTION) is IPv4 or IPv6,
+/// writing its 16-byte IPv6 form (IPv4 mapped as ::ffff:a.b.c.d) to `out16`; 0 otherwise.
+int imgd_curl_sockaddr_to_ipv6(const struct curl_sockaddr *address, unsigned char *out16);
+
+/// Opens the socket libcurl asked for (close-on-exec), or returns CURL_SOCKET_BAD with errno set.
+curl_socket_t imgd_curl_open_socket(const struct curl_sockaddr *address);
 
 #endif

@@ -1,0 +1,33 @@
+import ArgumentParser
+import ImgdCore
+
+/// `imgd`: the root command.
+public struct IMGDCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "imgd",
+        abstract: "Keep the images your machines need on local disk.",
+        version: ImgdVersion.string,
+        subcommands: [PrefetchCommand.self])
+
+    public init() {}
+
+    /// Parses the command line, runs the command and exits. Bad usage exits 2 (the parser's
+    /// own default is 64), failures 1, success 0.
+    public static func runAndExit() async -> Never {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            self.exit()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Console().message(fullMessage(for: error))
+                self.exit(withError: ExitCode(2))
+            }
+            self.exit(withError: error)
+        }
+    }
+}

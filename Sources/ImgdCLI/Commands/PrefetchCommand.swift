@@ -1,0 +1,90 @@
+import ArgumentParser
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+
+/// `imgd prefetch`: download every URL of some link lists into a cache folder, then exit.
+struct PrefetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prefetch",
+        abstract: "Download every image of some link lists into the cache folder, then exit.",
+        discussion: """
+            A link list is UTF-8 text with one http(s) URL a line; blank lines and lines starting \
+            with # are ignored. A bad line is reported with its line number and the rest proceed.
+
+            Prints a summary on stdout, each failure (URL, error code, reason) on stderr, and a \
+            live progress line when stderr is a terminal. Exit status: 0 when every URL is cached, \
+            1 when some failed, 2 on bad usage.
+            """)
+
+    @Argument(help: "Link list files.")
+    var lists: [String]
+
+    @Option(help: "The cache folder.")
+    var cache: String = "./imgd-data/cache"
+
+    @Option(help: "Transfers at once, in all (1–1024).")
+    var maxParallel: Int = DownloadPolicy().maxParallel
+
+    @Option(help: "Transfers at once to one host:port (1–1024).")
+    var maxPerHost: Int = DownloadPolicy().maxPerHost
+
+    @Option(help: "Attempts per URL for transient failures, the first included (1–10).")
+    var attempts: Int = DownloadPolicy().retry.maxAttempts
+
+    @Option(help: "Largest body accepted, in bytes.")
+    var maxBodyBytes: Int = DownloadPolicy().maxBodyBytes
+
+    @Option(help: "Seconds allowed for one attempt.")
+    var timeout: Int = Int(DownloadPolicy().totalTimeout.components.seconds)
+
+    @Option(help: "Proxy URL (proxy environment variables are ignored).")
+    var proxy: String?
+
+    @Option(
+        name: .customLong("deny"),
+        help: "Refuse connections to this address range (CIDR); repeatable. Replaces the default list (link-local and metadata ranges).")
+    var deniedRanges: [String] = []
+
+    func validate() throws {
+        guard !lists.isEmpty else { throw ValidationError("give at least one link list") }
+        guard (1...1024).contains(maxParallel) else { throw ValidationError("--max-parallel must be 1–1024") }
+        guard (1...1024).contains(maxPerHost) else { throw ValidationError("--max-per-host must be 1–1024") }
+        guard (1...10).contains(attempts) else { throw ValidationError("--attempts must be 1–10") }
+        guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        for range in deniedRanges where IPRange(range) == nil {
+            throw ValidationError("--deny \(range) is not an address range like 169.254.0.0/16")
+        }
+    }
+
+    var policy: DownloadPolicy {
+        var policy = DownloadPolicy()
+        policy.maxParallel = maxParallel
+        policy.maxPerHost = maxPerHost
+        policy.retry.maxAttempts = attempts
+        policy.maxBodyBytes = maxBodyBytes
+        policy.totalTimeout = .seconds(timeout)
+        policy.proxy = proxy
+        if !deniedRanges.isEmpty { policy.addresses = AddressPolicy(deniedRanges: deniedRanges.compactMap(IPRange.init)) }
+        return policy
+    }
+
+    func run() async throws {
+        let console = Console()
+        let started = ContinuousClock.now
+        let directory: CacheDirectory
+        let downloader: Downloader
+        do {
+            directory = try CacheDirectory(root: cache)
+            downloader = try Downloader(cache: directory, policy: policy)
+        } catch {
+            console.message("imgd: \(error)")
+            throw ExitCode(1)
+        }
+        let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()
+        await downloader.shutdown()
+        console.output(PrefetchRun.summary(counts, lists: lists.count, duration: .now - started))
+        if counts.failed > 0 { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,66 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes imgd's messages to stderr and keeps a live progress line at the bottom when stderr is
+/// a terminal. One lock serialises the writes, so a message never lands inside the progress line.
+public final class Console: Sendable {
+    /// True when stderr is a terminal: only then is there a progress line.
+    public let isInteractive: Bool
+    /// Guards whether a progress line is on screen (it must be erased before a message).
+    private let progressShown = Mutex(false)
+
+    public init() {
+        isInteractive = isatty(STDERR_FILENO) == 1
+    }
+
+    /// Prints a line to stderr, above the progress line.
+    public func message(_ text: String) {
+        progressShown.withLock { shown in
+            write(shown ? "\r\u{1B}[K" + text + "\n" : text + "\n")
+            shown = false
+        }
+    }
+
+    /// Replaces the progress line (terminals only).
+    public func progress(_ text: String) {
+        guard isInteractive else { return }
+        progressShown.withLock { shown in
+            write("\r\u{1B}[K" + text)
+            shown = true
+        }
+    }
+
+    /// Erases the progress line.
+    public func clearProgress() {
+        progressShown.withLock { shown in
+            if shown { write("\r\u{1B}[K") }
+            shown = false
+        }
+    }
+
+    /// Prints a line to stdout (the summary: what scripts read).
+    public func output(_ text: String) {
+        var line = text + "\n"
+        line.withUTF8 { bytes in writeAll(STDOUT_FILENO, bytes) }
+    }
+
+    private func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in writeAll(STDERR_FILENO, bytes) }
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return  // stderr closed: nothing sensible left to do with the message
+            }
+            offset += written
+        }
+    }
+}

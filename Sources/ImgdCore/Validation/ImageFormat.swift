@@ -1,0 +1,6 @@
+/// The image formats imgd recognises.
+///
+/// The raw values are the lower-case names used in logs and in the control protocol.
+public enum ImageFormat: String, Sendable, Codable, CaseIterable {
+    case jpeg, png, gif, webp, bmp, tiff, avif, heic, ico, svg
+}

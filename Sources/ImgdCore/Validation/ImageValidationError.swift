@@ -1,0 +1,12 @@
+/// Why `ImageValidator` rejected a body.
+///
+/// Each `reason` is a sentence for a person reading a log, e.g.
+/// "PNG has no IEND chunk: the body ends early".
+public enum ImageValidationError: Error, Sendable, Equatable {
+    /// The bytes are not an image imgd recognises (an HTML page, JSON, an unknown signature, a corrupt header).
+    case notImage(reason: String)
+    /// The bytes start like an image but end early: a download cut short. Fetching again may help.
+    case truncated(reason: String)
+    /// The headers declare more pixels than the validator's `maxPixels` allows; decoding it would take too much memory.
+    case tooManyPixels(width: Int, height: Int, limit: Int)
+}

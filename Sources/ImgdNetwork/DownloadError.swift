@@ -1,0 +1,75 @@
+/// Why a URL could not be cached. Each case is one failure class with a stable `snake_case`
+/// ``code`` (used in summaries, reports and the control protocol) and a ``message`` for a person.
+public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The name did not resolve.
+    case dns(String)
+    /// No TCP connection could be made (refused, unreachable, connect timeout).
+    case connect(String)
+    /// The TLS handshake or certificate check failed.
+    case tls(String)
+    /// The whole attempt, or a stall below the low-speed limit, ran out of time.
+    case timeout(String)
+    /// The connection broke after it was made (reset, empty reply, malformed HTTP).
+    case network(String)
+    /// The server answered a status other than 2xx.
+    case http(status: Int, retryAfter: Duration?)
+    /// More redirects than allowed (a loop, usually).
+    case tooManyRedirects(limit: Int)
+    /// The body, or the image's declared pixel count, is over the limit.
+    case tooLarge(String)
+    /// The body is not an image imgd recognises (an HTML error page served with 200, say).
+    case notImage(String)
+    /// The body ended early (short of its Content-Length, or its format's end marker is missing).
+    case truncated(String)
+    /// The address or protocol is refused by policy (a denied range, a redirect to `file://`).
+    case policyDenied(String)
+    /// Cancelled by a caller.
+    case cancelled
+    /// The cache folder could not take the file (full disk, permissions).
+    case disk(String)
+
+    /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
+    public var code: String {
+        switch self {
+        case .dns: "dns"
+        case .connect: "connect"
+        case .tls: "tls"
+        case .timeout: "timeout"
+        case .network: "network"
+        case .http(let status, _): "http_\(status)"
+        case .tooManyRedirects: "too_many_redirects"
+        case .tooLarge: "too_large"
+        case .notImage: "not_image"
+        case .truncated: "truncated"
+        case .policyDenied: "policy_denied"
+        case .cancelled: "cancelled"
+        case .disk: "disk"
+        }
+    }
+
+    /// What happened, for a person.
+    public var message: String {
+        switch self {
+        case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
+            .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
+            .policyDenied(let detail), .disk(let detail):
+            detail
+        case .http(let status, let retryAfter):
+            "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
+        case .tooManyRedirects(let limit): "more than \(limit) redirects"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    /// True for failures worth another attempt: they may pass by themselves.
+    /// 404, 410, not_image, policy_denied and the like are final.
+    var isTransient: Bool {
+        switch self {
+        case .connect, .timeout, .network, .truncated: true
+        case .http(let status, _): [408, 425, 429, 500, 502, 503, 504].contains(status)
+        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .policyDenied, .cancelled, .disk: false
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import ImgdCore
+import ImgdStore
+import Synchronization
+
+/// Downloads images into the cache: the public face of imgd's transfer engine.
+///
+/// - Disk first: a URL whose file is already cached is answered without touching the network.
+/// - Coalescing: concurrent requests for one URL share one transfer; each gets the result. The
+///   in-flight entry goes away on success and on failure, so a failed URL can be fetched again
+///   (once its failure is no longer remembered, or after ``forgetFailures(of:)``).
+/// - Caps: at most `policy.maxParallel` transfers in all and `policy.maxPerHost` per host.
+/// - Order: ``FetchPriority/onDemand`` before ``FetchPriority/prefetch``; submitters take turns.
+/// - Cancellation: cancelling the calling task withdraws its request; a transfer nobody waits
+///   for any more is stopped.
+///
+/// Call ``shutdown()`` when done: it cancels what is left and stops the engine's thread.
+public final class Downloader: Sendable {
+    /// The cache folder downloads go to.
+    public let cache: CacheDirectory
+    /// The limits in force.
+    public let policy: DownloadPolicy
+    private let engine: TransferEngine
+    private let submitterSerial = Atomic<UInt64>(0)
+
+    /// Starts a downloader writing into `cache` under `policy`.
+    public init(cache: CacheDirectory, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
+        precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
+        self.cache = cache
+        self.policy = policy
+        engine = try TransferEngine(policy: policy, cache: cache)
+        engine.start()
+    }
+
+    /// A new submitter identity, for a list whose URLs should take turns with other lists'.
+    public func makeSubmitter() -> SubmitterID {
+        SubmitterID(rawValue: submitterSerial.add(1, ordering: .relaxed).newValue)
+    }
+
+    /// The image at `url`, from disk if cached, else downloaded, validated and cached.
+    public func fetch(
+        _ url: ImageURL, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
+    ) async throws(DownloadError) -> CachedImage {
+        let key = url.cacheKey
+        if let size = cache.existingSize(of: key) {
+            return CachedImage(url: url, key: key, path: cache.path(for: key), bytes: size, source: .disk, download: nil)
+        }
+        let token = FetchToken(url: url, priority: priority, submitter: submitter)
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard token.attach(continuation) else { return }
+                if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
+            }
+        } onCancel: {
+            if token.cancel() { engine.send(.cancelWait(token)) }
+        }
+        return try outcome.get()
+    }
+
+    /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.
+    public func cancel(url: ImageURL) {
+        engine.send(.cancelURL(url.cacheKey))
+    }
+
+    /// Cancels every request made with `submitter` (a list being withdrawn). Transfers other
+    /// submitters still wait for go on.
+    public func cancel(submitter: SubmitterID) {
+        engine.send(.cancelSubmitter(submitter))
+    }
+
+    /// Forgets the remembered failure of `url` (of every URL when nil), so the next request tries again.
+    public func forgetFailures(of url: ImageURL? = nil) {
+        engine.send(.forgetFailures(url?.cacheKey))
+    }
+
+    /// Counters and gauges, as of the engine's last turn (at most a second old).
+    public var statistics: DownloaderStatistics { engine.snapshot }
+
+    /// Cancels everything still queued or running and waits for the engine to release libcurl.
+    public func shutdown() async {
+        engine.send(.stop)
+        await engine.waitUntilStopped()
+    }
+}

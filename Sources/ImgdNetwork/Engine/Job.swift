@@ -1,0 +1,38 @@
+import ImgdCore
+
+/// One URL being fetched for one or more waiters: the unit that is queued, run, retried and
+/// finished. Coalescing happens here: a second request for the same key joins the job.
+/// Engine-thread only.
+final class Job {
+    enum State {
+        /// In the transfer queue.
+        case queued
+        /// A transfer is running.
+        case running
+        /// Failed transiently; waiting for its back-off to end.
+        case waitingRetry
+        /// Done, for better or worse; its waiters have their result.
+        case finished
+    }
+
+    let url: ImageURL
+    let key: CacheKey
+    var waiters: [FetchToken] = []
+    /// The highest priority among its waiters.
+    var priority: FetchPriority
+    /// The submitter whose turn it runs in (the first waiter's).
+    let submitter: SubmitterID
+    var state = State.queued
+    /// Attempts started so far.
+    var attempts = 0
+    /// The running transfer, while `state == .running`.
+    var transfer: Transfer?
+
+    init(first waiter: FetchToken) {
+        url = waiter.url
+        key = waiter.key
+        priority = waiter.priority
+        submitter = waiter.submitter
+        waiters = [waiter]
+    }
+}

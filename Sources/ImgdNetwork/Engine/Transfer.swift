@@ -1,0 +1,177 @@
+import CCurlShim
+import ImgdCore
+import ImgdStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One attempt at downloading one job's URL: its easy handle, its temp file, and what its
+/// callbacks observed. Lives on the engine's loop thread from start to completion.
+///
+/// libcurl's C callbacks receive it through their userdata pointer (`Unmanaged`, unretained:
+/// the engine's table of running transfers keeps it alive while libcurl may call back).
+final class Transfer {
+    /// Why the transfer stopped itself (a callback returned an error to libcurl).
+    enum Abort {
+        case tooLarge(limit: Int)
+        case notImage
+        case disk(StoreError)
+        case policyDenied(String)
+    }
+
+    let job: Job
+    let easy: CurlEasy
+    let file: TempFile
+    let startedAt: ContinuousClock.Instant
+
+    private let maxBodyBytes: Int
+    private let addresses: AddressPolicy
+    private var hasher = SHA256Hasher()
+    /// The first bytes, kept only until the format has been recognised.
+    private var head: [UInt8] = []
+    private var isSniffing = true
+    /// Status of the response delivering the body; read on the first body bytes.
+    private var status: Int?
+    /// Body bytes of an error response are counted and dropped, never written.
+    private var discardedBytes = 0
+    private(set) var abort: Abort?
+    /// libcurl's detailed message for the failure, if any.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    /// Bytes of an error page read before the transfer is cut short.
+    static let maxDiscardedBytes = 64 * 1024
+    /// Bytes looked at before giving up on an early verdict (the full check still runs at the end).
+    static let maxSniffBytes = 4096
+
+    init(job: Job, easy: CurlEasy, file: TempFile, policy: DownloadPolicy) {
+        self.job = job
+        self.easy = easy
+        self.file = file
+        self.maxBodyBytes = policy.maxBodyBytes
+        self.addresses = policy.addresses
+        self.startedAt = .now
+        errorBuffer.initialize(to: 0)
+    }
+
+    deinit { errorBuffer.deallocate() }
+
+    /// Bytes of body written so far.
+    var bytesReceived: Int { file.count }
+
+    /// libcurl's message for the failure, or "".
+    var errorDetail: String { String(cString: errorBuffer) }
+
+    /// Applies imgd's policy to the (freshly reset) easy handle.
+    func configure(_ policy: DownloadPolicy) throws(CurlSetupError) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_URL, job.url.normalized)
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_FOLLOWLOCATION, true)
+        try easy.set(CURLOPT_MAXREDIRS, policy.maxRedirects)
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, policy.connectTimeout.milliseconds)
+        try easy.set(CURLOPT_TIMEOUT_MS, policy.totalTimeout.milliseconds)
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, policy.lowSpeedLimit)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(policy.lowSpeedTime.components.seconds)))
+        // Rejects a declared Content-Length over the cap before any byte is read; bodies
+        // without one are counted in `receive`.
+        try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(policy.maxBodyBytes))
+        // An empty proxy disables the *_proxy environment variables: a proxy is used only when
+        // configured. No cookie engine, no .netrc, and no Accept-Encoding: images are already
+        // compressed, and inflating would turn a small gzip bomb into a huge body.
+        try easy.set(CURLOPT_PROXY, policy.proxy ?? "")
+        try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
+        try easy.set(CURLOPT_USERAGENT, policy.userAgent)
+        try easy.set(CURLOPT_NOSIGNAL, true)
+        try easy.set(CURLOPT_PIPEWAIT, true)
+        try easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
+        try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)
+        try easy.set(CURLOPT_WRITEDATA, pointer: me)
+        try easy.set(CURLOPT_OPENSOCKETFUNCTION, openSocket: transferOpenSocketCallback)
+        try easy.set(CURLOPT_OPENSOCKETDATA, pointer: me)
+    }
+
+    /// Body bytes from libcurl. Returns how many were taken; anything else makes libcurl stop
+    /// the transfer with CURLE_WRITE_ERROR, after `abort` says why.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if status == nil { status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0 }
+        guard let status, (200..<300).contains(status) else {
+            discardedBytes += bytes.count
+            return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
+        }
+        guard file.count + bytes.count <= maxBodyBytes else {
+            abort = .tooLarge(limit: maxBodyBytes)
+            return 0
+        }
+        if isSniffing {
+            head.append(contentsOf: bytes.prefix(Self.maxSniffBytes - head.count))
+            switch ImageValidator.sniff(head, isComplete: false) {
+            case .notImage:
+                abort = .notImage
+                return 0
+            case .image:
+                isSniffing = false
+                head = []
+            case .needMoreBytes:
+                if head.count >= Self.maxSniffBytes {
+                    isSniffing = false
+                    head = []
+                }
+            }
+        }
+        do {
+            try file.write(bytes)
+        } catch {
+            abort = .disk(error)
+            return 0
+        }
+        hasher.update(bytes)
+        return bytes.count
+    }
+
+    /// Decides whether to let libcurl connect to `address`.
+    func mayConnect(to address: UnsafePointer<curl_sockaddr>) -> Bool {
+        var raw = [UInt8](repeating: 0, count: 16)
+        guard imgd_curl_sockaddr_to_ipv6(address, &raw) == 1 else { return true }
+        let peer = raw.withUnsafeBytes { IPRange.Address(bytes: $0) }
+        guard let range = addresses.denyingRange(for: peer) else { return true }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let isMapped = raw[0..<10].allSatisfy { $0 == 0 } && raw[10] == 0xFF && raw[11] == 0xFF
+        if isMapped {
+            _ = inet_ntop(AF_INET, Array(raw[12..<16]), &text, socklen_t(text.count))
+        } else {
+            _ = inet_ntop(AF_INET6, raw, &text, socklen_t(text.count))
+        }
+        let shown = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        abort = .policyDenied("connecting to \(shown) is refused: it is in the denied range \(range)")
+        return false
+    }
+
+    /// The SHA-256 of the body written.
+    func finishDigest() -> SHA256Digest { hasher.finish() }
+}
+
+/// `CURLOPT_WRITEFUNCTION`: capture-free, so it can be a C function pointer.
+private let transferWriteCallback: imgd_curl_write_callback = { data, size, count, userdata in
+    guard let userdata else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+/// `CURLOPT_OPENSOCKETFUNCTION`: the address policy, applied to every connection attempt.
+private let transferOpenSocketCallback: imgd_curl_opensocket_callback = { clientp, _, address in
+    guard let clientp, let address else { return CURL_SOCKET_BAD }
+    let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+    guard transfer.mayConnect(to: address) else { return CURL_SOCKET_BAD }
+    return imgd_curl_open_socket(address)
+}
+
+extension Duration {
+    /// Whole milliseconds, for libcurl's `_MS` options.
+    var milliseconds: Int {
+        let parts = components
+        return Int(parts.seconds) * 1000 + Int(parts.attoseconds / 1_000_000_000_000_000)
+    }
+}

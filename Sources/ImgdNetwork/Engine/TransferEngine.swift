@@ -1,0 +1,483 @@
+import CCurlShim
+import Foundation
+import HeapModule
+import ImgdCore
+import ImgdStore
+import Synchronization
+
+/// The downloader's engine: one thread that owns libcurl's multi handle, every easy handle and
+/// socket, the queue of jobs, the coalescing table, per-host state and the remembered failures.
+///
+/// Other threads talk to it only through ``send(_:)`` — a command appended to a locked inbox,
+/// then `curl_multi_wakeup` — and hear back through each ``FetchToken``. Because the thread that
+/// runs the transfers also decides which start next, a finished transfer's slot is refilled
+/// without a thread hop. Validation and publishing run here too: they are a few small reads and
+/// one rename per file.
+///
+/// `@unchecked Sendable`: everything mutable below `inbox` is touched only by the loop thread;
+/// `inbox` and `statistics` are behind their own mutexes.
+final class TransferEngine: @unchecked Sendable {
+    enum Command {
+        case fetch(FetchToken)
+        case cancelWait(FetchToken)
+        case cancelURL(CacheKey)
+        case cancelSubmitter(SubmitterID)
+        case forgetFailures(CacheKey?)
+        case stop
+    }
+
+    private struct Inbox {
+        var commands: [Command] = []
+        /// Set by the loop as it stops: no more wakeups may reach the multi handle.
+        var isClosed = false
+    }
+
+    private struct HostState {
+        var running = 0
+        /// A `Retry-After` from this host holds its queued jobs until then.
+        var blockedUntil: ContinuousClock.Instant?
+    }
+
+    private struct RetryEntry: Comparable {
+        let readyAt: ContinuousClock.Instant
+        let serial: UInt64
+        let job: Job
+        static func < (lhs: RetryEntry, rhs: RetryEntry) -> Bool {
+            (lhs.readyAt, lhs.serial) < (rhs.readyAt, rhs.serial)
+        }
+        static func == (lhs: RetryEntry, rhs: RetryEntry) -> Bool { lhs.serial == rhs.serial }
+    }
+
+    private struct RememberedFailure {
+        let error: DownloadError
+        let until: ContinuousClock.Instant
+    }
+
+    let policy: DownloadPolicy
+    let cache: CacheDirectory
+    private let validator: ImageValidator
+    private let inbox = Mutex(Inbox())
+    private let waker: CurlWaker
+    private let statistics = Mutex(DownloaderStatistics())
+    private let stopped = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    // Loop-thread state.
+    private var multi: CurlMulti?
+    private var jobs: [CacheKey: Job] = [:]
+    private var queue = TransferQueue<Job>()
+    private var running: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var hosts: [String: HostState] = [:]
+    private var retries = Heap<RetryEntry>()
+    private var retrySerial: UInt64 = 0
+    private var failures: [CacheKey: RememberedFailure] = [:]
+    private var nextFailureSweep = ContinuousClock.now
+    private var idleHandles: [CurlEasy] = []
+    private var counters = DownloaderStatistics()
+
+    init(policy: DownloadPolicy, cache: CacheDirectory) throws(CurlSetupError) {
+        guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
+        let multi = try CurlMulti()
+        // Our own caps decide what runs; these only keep libcurl's connection pool in proportion.
+        multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, policy.maxPerHost)
+        multi.set(CURLMOPT_MAXCONNECTS, max(32, policy.maxParallel * 2))
+        multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        self.multi = multi
+        self.waker = multi.waker
+        self.policy = policy
+        self.cache = cache
+        self.validator = ImageValidator(maxPixels: policy.maxPixels)
+    }
+
+    /// Starts the loop thread.
+    func start() {
+        let thread = Thread { [self] in self.runLoop() }
+        thread.name = "imgd-transfers"
+        thread.start()
+    }
+
+    /// Hands `command` to the loop. False when the engine has stopped.
+    @discardableResult
+    func send(_ command: Command) -> Bool {
+        inbox.withLock { inbox in
+            guard !inbox.isClosed else { return false }
+            // Only the first command since the loop last emptied the inbox needs to wake it.
+            if inbox.commands.isEmpty { waker.wakeup() }
+            inbox.commands.append(command)
+            return true
+        }
+    }
+
+    /// Counters and gauges as of the loop's last turn.
+    var snapshot: DownloaderStatistics { statistics.withLock { $0 } }
+
+    /// Returns once the loop has stopped and released libcurl.
+    func waitUntilStopped() async {
+        await withCheckedContinuation { continuation in
+            let done = stopped.withLock { state in
+                if !state.done { state.waiters.append(continuation) }
+                return state.done
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: - The loop
+
+    private func runLoop() {
+        var isStopping = false
+        while !isStopping {
+            let commands = inbox.withLock { inbox in
+                defer { inbox.commands.removeAll(keepingCapacity: true) }
+                return inbox.commands
+            }
+            for command in commands {
+                if case .stop = command { isStopping = true } else { handle(command) }
+            }
+            if isStopping { break }
+            let now = ContinuousClock.now
+            releaseDueRetries(now: now)
+            startTransfers(now: now)
+            multi!.perform()
+            while let (easy, result) = multi!.nextCompleted() {
+                complete(easy: easy, result: result)
+            }
+            startTransfers(now: .now)
+            sweepFailures(now: .now)
+            publishStatistics()
+            multi!.poll(timeoutMilliseconds: pollTimeout())
+        }
+        tearDown()
+    }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .fetch(let token): accept(token)
+        case .cancelWait(let token): cancelWait(token)
+        case .cancelURL(let key):
+            if let job = jobs[key] { finish(job, .failure(.cancelled)) }
+        case .cancelSubmitter(let submitter):
+            for job in Array(jobs.values) {
+                for token in job.waiters where token.submitter == submitter { cancelWait(token) }
+            }
+        case .forgetFailures(let key):
+            if let key { failures[key] = nil } else { failures.removeAll() }
+        case .stop:
+            break
+        }
+    }
+
+    private func accept(_ token: FetchToken) {
+        if token.isCancelled {
+            token.answer(.failure(.cancelled))
+            return
+        }
+        if let remembered = failures[token.key] {
+            if remembered.until > .now {
+                counters.rememberedFailures += 1
+                token.answer(.failure(remembered.error))
+                return
+            }
+            failures[token.key] = nil
+        }
+        if let job = jobs[token.key] {
+            counters.coalesced += 1
+            job.waiters.append(token)
+            if token.priority > job.priority {
+                job.priority = token.priority
+                // The old entry stays behind in the lower level; whichever is taken first starts
+                // the job and the other is dropped as no longer queued.
+                if job.state == .queued { queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter) }
+            }
+            return
+        }
+        let job = Job(first: token)
+        jobs[token.key] = job
+        queue.enqueue(job, priority: job.priority, submitter: job.submitter)
+    }
+
+    private func cancelWait(_ token: FetchToken) {
+        guard let job = jobs[token.key], let index = job.waiters.firstIndex(where: { $0 === token }) else {
+            token.answer(.failure(.cancelled))
+            return
+        }
+        job.waiters.remove(at: index)
+        token.answer(.failure(.cancelled))
+        if job.waiters.isEmpty { finish(job, .failure(.cancelled)) }
+    }
+
+    // MARK: - Starting
+
+    private func startTransfers(now: ContinuousClock.Instant) {
+        while running.count < policy.maxParallel {
+            guard let job = queue.next(
+                isLive: { $0.state == .queued },
+                canStart: { self.hostCanStart($0.url.hostKey, now: now) })
+            else { return }
+            start(job)
+        }
+    }
+
+    private func hostCanStart(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
+        guard let host = hosts[hostKey] else { return true }
+        if let until = host.blockedUntil, until > now { return false }
+        return host.running < policy.maxPerHost
+    }
+
+    private func start(_ job: Job) {
+        job.attempts += 1
+        let file: TempFile
+        do {
+            file = try cache.makeTempFile(for: job.key)
+        } catch {
+            finish(job, .failure(.disk(error.description)))
+            return
+        }
+        let easy: CurlEasy
+        do throws(CurlSetupError) {
+            if let idle = idleHandles.popLast() { easy = idle } else { easy = try CurlEasy() }
+        } catch {
+            file.discard()
+            finish(job, .failure(.network(error.description)))
+            return
+        }
+        let transfer = Transfer(job: job, easy: easy, file: file, policy: policy)
+        do {
+            try transfer.configure(policy)
+        } catch {
+            recycle(easy)
+            file.discard()
+            finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")))
+            return
+        }
+        guard multi!.add(easy) else {
+            recycle(easy)
+            file.discard()
+            finish(job, .failure(.network("libcurl could not add the transfer")))
+            return
+        }
+        job.state = .running
+        job.transfer = transfer
+        running[easy.handle] = transfer
+        hosts[job.url.hostKey, default: HostState()].running += 1
+        counters.started += 1
+    }
+
+    private func recycle(_ easy: CurlEasy) {
+        easy.reset()
+        if idleHandles.count < policy.maxParallel { idleHandles.append(easy) }
+    }
+
+    // MARK: - Completing
+
+    private func complete(easy: UnsafeMutableRawPointer, result: CURLcode) {
+        guard let transfer = running.removeValue(forKey: easy) else { return }
+        multi!.remove(transfer.easy)
+        let job = transfer.job
+        job.transfer = nil
+        hosts[job.url.hostKey]?.running -= 1
+        let outcome = conclude(transfer, result: result)
+        recycle(transfer.easy)
+        switch outcome {
+        case .success(let image):
+            counters.bytesDownloaded += image.bytes
+            finish(job, .success(image))
+        case .failure(let error):
+            if error.isTransient, job.attempts < policy.retry.maxAttempts {
+                scheduleRetry(job, after: error)
+            } else {
+                finish(job, .failure(error))
+            }
+        }
+    }
+
+    /// Turns a finished transfer into a cached image or a classified failure. Publishes the
+    /// file (by rename) only when the body is complete and a valid image.
+    private func conclude(_ transfer: Transfer, result: CURLcode) -> Result<CachedImage, DownloadError> {
+        let file = transfer.file
+        defer { file.discard() }  // no-op once published
+        let easy = transfer.easy
+        let status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
+
+        if let abort = transfer.abort {
+            switch abort {
+            case .tooLarge(let limit):
+                return .failure(.tooLarge("the body is over the \(limit)-byte limit"))
+            case .notImage:
+                return .failure(.notImage("the body does not start like an image (Content-Type \(easy.info(string: CURLINFO_CONTENT_TYPE) ?? "none"))"))
+            case .disk(let error):
+                return .failure(.disk(error.description))
+            case .policyDenied(let reason):
+                if result != CURLE_OK { return .failure(.policyDenied(reason)) }
+            }
+        }
+        if result != CURLE_OK, !(result == CURLE_WRITE_ERROR && !(200..<300).contains(status)) {
+            return .failure(FailureClassifier.classify(
+                result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived,
+                maxRedirects: policy.maxRedirects))
+        }
+        guard (200..<300).contains(status) else {
+            var retryAfter: Duration?
+            if let seconds = easy.info(offset: CURLINFO_RETRY_AFTER), seconds > 0 { retryAfter = .seconds(seconds) }
+            return .failure(.http(status: status, retryAfter: retryAfter))
+        }
+        let bytes = transfer.bytesReceived
+        if let declared = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), declared >= 0, declared != bytes {
+            return .failure(.truncated("received \(bytes) bytes of a declared \(declared)"))
+        }
+        let info: ImageInfo
+        do {
+            info = try validator.validate(FileByteSource(fileDescriptor: file.fileDescriptor, count: bytes))
+        } catch let error as ImageValidationError {
+            switch error {
+            case .notImage(let reason): return .failure(.notImage(reason))
+            case .truncated(let reason): return .failure(.truncated(reason))
+            case .tooManyPixels(let width, let height, let limit):
+                return .failure(.tooLarge("\(width)×\(height) pixels is over the \(limit)-pixel limit"))
+            }
+        } catch {
+            return .failure(.disk("cannot read back \(file.path): \(error)"))
+        }
+        let job = transfer.job
+        let record = DownloadRecord(
+            finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized,
+            status: status,
+            etag: easy.header("ETag"),
+            lastModified: easy.header("Last-Modified"),
+            contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
+            bytes: bytes,
+            sha256: transfer.finishDigest(),
+            image: info,
+            duration: ContinuousClock.now - transfer.startedAt,
+            attempts: job.attempts)
+        do {
+            let path = try cache.publish(file, as: job.key)
+            return .success(CachedImage(url: job.url, key: job.key, path: path, bytes: bytes, source: .network, download: record))
+        } catch {
+            return .failure(.disk(error.description))
+        }
+    }
+
+    private func scheduleRetry(_ job: Job, after error: DownloadError) {
+        let now = ContinuousClock.now
+        var retryAfter: Duration?
+        if case .http(let status, let after?) = error, status == 429 || status == 503 {
+            retryAfter = min(after, policy.retry.maxRetryAfter)
+            hosts[job.url.hostKey, default: HostState()].blockedUntil = now + retryAfter!
+        }
+        let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
+        job.state = .waitingRetry
+        retrySerial += 1
+        retries.insert(RetryEntry(readyAt: now + delay, serial: retrySerial, job: job))
+        counters.retries += 1
+    }
+
+    private func releaseDueRetries(now: ContinuousClock.Instant) {
+        while let first = retries.min, first.readyAt <= now {
+            let entry = retries.removeMin()
+            guard entry.job.state == .waitingRetry else { continue }
+            entry.job.state = .queued
+            queue.enqueueFirst(entry.job, priority: entry.job.priority, submitter: entry.job.submitter)
+        }
+    }
+
+    /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on
+    /// failure alike, so a later request starts afresh (after the failure memory lapses).
+    private func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>) {
+        if let transfer = job.transfer {
+            running[transfer.easy.handle] = nil
+            multi?.remove(transfer.easy)
+            hosts[job.url.hostKey]?.running -= 1
+            transfer.file.discard()
+            recycle(transfer.easy)
+            job.transfer = nil
+        }
+        job.state = .finished
+        if jobs[job.key] === job { jobs[job.key] = nil }
+        switch outcome {
+        case .success:
+            counters.succeeded += 1
+        case .failure(.cancelled):
+            counters.cancelled += 1
+        case .failure(let error):
+            counters.failed += 1
+            failures[job.key] = RememberedFailure(error: error, until: .now + policy.failureMemory)
+        }
+        for token in job.waiters { token.answer(outcome) }
+        job.waiters = []
+    }
+
+    private func sweepFailures(now: ContinuousClock.Instant) {
+        guard now >= nextFailureSweep else { return }
+        nextFailureSweep = now + .seconds(30)
+        failures = failures.filter { $0.value.until > now }
+    }
+
+    private func pollTimeout() -> Int {
+        let now = ContinuousClock.now
+        var timeout = multi!.timeoutMilliseconds() ?? 1000
+        if let next = retries.min {
+            timeout = min(timeout, max(0, (next.readyAt - now).milliseconds + 1))
+        }
+        if queue.entryCount > 0 {
+            for host in hosts.values {
+                if let until = host.blockedUntil, until > now {
+                    timeout = min(timeout, (until - now).milliseconds + 1)
+                }
+            }
+        }
+        return min(timeout, 1000)
+    }
+
+    private func publishStatistics() {
+        counters.running = running.count
+        counters.queued = jobs.count - running.count - retries.count
+        counters.waitingRetry = retries.count
+        let current = counters
+        statistics.withLock { $0 = current }
+    }
+
+    private func tearDown() {
+        inbox.withLock { $0.isClosed = true }
+        let leftover = inbox.withLock { inbox in
+            defer { inbox.commands.removeAll() }
+            return inbox.commands
+        }
+        for case .fetch(let token) in leftover { token.answer(.failure(.cancelled)) }
+        for job in Array(jobs.values) { finish(job, .failure(.cancelled)) }
+        idleHandles.removeAll()
+        multi = nil
+        publishStatistics()
+        let waiters = stopped.withLock { state in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Counters (since start) and gauges (now) of the downloader.
+public struct DownloaderStatistics: Sendable, Equatable {
+    /// Transfers running now.
+    public var running = 0
+    /// Jobs waiting for a slot now.
+    public var queued = 0
+    /// Jobs waiting for a retry now.
+    public var waitingRetry = 0
+    /// Transfer attempts started.
+    public var started = 0
+    /// Jobs that ended with a cached image.
+    public var succeeded = 0
+    /// Jobs that ended with a failure (cancelled ones excluded).
+    public var failed = 0
+    /// Jobs cancelled.
+    public var cancelled = 0
+    /// Retries scheduled.
+    public var retries = 0
+    /// Requests that joined a job already under way.
+    public var coalesced = 0
+    /// Requests answered from the remembered-failure table.
+    public var rememberedFailures = 0
+    /// Body bytes of published images.
+    public var bytesDownloaded = 0
+}

@@ -1,0 +1,36 @@
+import ImgdCore
+
+/// Everything that limits or shapes a download. Every field has a default, stated here and in
+/// the README; all of them can be changed by configuration.
+public struct DownloadPolicy: Sendable, Equatable {
+    /// Transfers running at once, in all (default 8).
+    public var maxParallel: Int = 8
+    /// Transfers running at once to one `host:port` (default 4).
+    public var maxPerHost: Int = 4
+    /// Time allowed to connect, TLS included (default 10 s).
+    public var connectTimeout: Duration = .seconds(10)
+    /// A transfer slower than this many bytes a second… (default 1 KiB/s)
+    public var lowSpeedLimit: Int = 1024
+    /// …for this long is abandoned as stalled (default 30 s).
+    public var lowSpeedTime: Duration = .seconds(30)
+    /// Time allowed for one whole attempt (default 120 s).
+    public var totalTimeout: Duration = .seconds(120)
+    /// Redirects followed (default 5).
+    public var maxRedirects: Int = 5
+    /// Largest body accepted, counted as it arrives (default 64 MiB).
+    public var maxBodyBytes: Int = 64 << 20
+    /// Largest image accepted, in pixels declared by its header (default 100 megapixels).
+    public var maxPixels: Int = 100_000_000
+    /// Proxy URL; nil means none, and proxies from the environment are never used silently.
+    public var proxy: String?
+    /// `User-Agent` header.
+    public var userAgent: String = "imgd/\(ImgdVersion.string)"
+    /// Peer addresses refused (default ``AddressPolicy/default``).
+    public var addresses: AddressPolicy = .default
+    /// Retries of transient failures.
+    public var retry = RetryPolicy()
+    /// How long a failed URL is remembered and answered from memory (default 10 min).
+    public var failureMemory: Duration = .seconds(600)
+
+    public init() {}
+}

@@ -1,0 +1,106 @@
+import DequeModule
+
+/// The jobs waiting for a transfer slot, in the order they should start.
+///
+/// Two rules decide the order: a higher ``FetchPriority`` always goes first; within a priority,
+/// submitters take turns (round-robin), each in its own FIFO order. A job whose host is at its
+/// cap (or backing off after a `Retry-After`) is passed over for one that can start, looking at
+/// most ``scanWindow`` jobs deep into each submitter's queue so a blocked host costs bounded work.
+///
+/// Removal is lazy: a cancelled or re-prioritised job stays in its deque until it reaches the
+/// front or is scanned, and is dropped then (`isLive` says whether an entry still counts).
+struct TransferQueue<Job: AnyObject> {
+    /// How far into one submitter's queue a host-blocked head is looked past.
+    static var scanWindow: Int { 64 }
+
+    private struct Level {
+        var queues: [SubmitterID: Deque<Job>] = [:]
+        /// Submitters with queued jobs, in turn order; `cursor` is whose turn is next.
+        var order: [SubmitterID] = []
+        var cursor = 0
+
+        mutating func insert(_ job: Job, submitter: SubmitterID, atFront: Bool) {
+            if queues[submitter] == nil {
+                queues[submitter] = Deque()
+                // A new submitter waits for one full turn at most: it goes just before the cursor.
+                order.insert(submitter, at: cursor)
+                cursor += 1
+                if cursor >= order.count { cursor = 0 }
+            }
+            if atFront { queues[submitter]!.prepend(job) } else { queues[submitter]!.append(job) }
+        }
+
+        mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool, dropped: inout Int) -> Job? {
+            var turnsLeft = order.count
+            while turnsLeft > 0, !order.isEmpty {
+                turnsLeft -= 1
+                if cursor >= order.count { cursor = 0 }
+                let submitter = order[cursor]
+                let found = take(from: submitter, isLive: isLive, canStart: canStart, dropped: &dropped)
+                if queues[submitter]!.isEmpty {
+                    queues[submitter] = nil
+                    order.remove(at: cursor)  // the next submitter slides into the cursor's place
+                } else {
+                    cursor += 1
+                }
+                if let found { return found }
+            }
+            return nil
+        }
+
+        private mutating func take(
+            from submitter: SubmitterID, isLive: (Job) -> Bool, canStart: (Job) -> Bool, dropped: inout Int
+        ) -> Job? {
+            var index = 0
+            var scanned = 0
+            while scanned < TransferQueue.scanWindow, index < queues[submitter]!.count {
+                let job = queues[submitter]![index]
+                if !isLive(job) {
+                    queues[submitter]!.remove(at: index)
+                    dropped -= 1
+                    continue
+                }
+                if canStart(job) {
+                    queues[submitter]!.remove(at: index)
+                    return job
+                }
+                index += 1
+                scanned += 1
+            }
+            return nil
+        }
+    }
+
+    private var levels: [Level] = FetchPriority.allCases.map { _ in Level() }
+    /// Entries in all deques, dead ones included until dropped.
+    private(set) var entryCount = 0
+
+    /// Appends `job` to the end of `submitter`'s queue at `priority`.
+    mutating func enqueue(_ job: Job, priority: FetchPriority, submitter: SubmitterID) {
+        insert(job, priority: priority, submitter: submitter, atFront: false)
+    }
+
+    /// Puts `job` at the front of `submitter`'s queue (a retry goes before its list's later URLs).
+    mutating func enqueueFirst(_ job: Job, priority: FetchPriority, submitter: SubmitterID) {
+        insert(job, priority: priority, submitter: submitter, atFront: true)
+    }
+
+    /// Removes and returns the next job that may start, or nil when none can.
+    /// - Parameters:
+    ///   - isLive: false for entries to drop (cancelled, moved to another priority).
+    ///   - canStart: false when the job's host has no free slot right now.
+    mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool) -> Job? {
+        for index in levels.indices.reversed() {
+            if let job = levels[index].next(isLive: isLive, canStart: canStart, dropped: &entryCount) {
+                entryCount -= 1
+                return job
+            }
+        }
+        return nil
+    }
+
+    private mutating func insert(_ job: Job, priority: FetchPriority, submitter: SubmitterID, atFront: Bool) {
+        entryCount += 1
+        levels[priority.rawValue].insert(job, submitter: submitter, atFront: atFront)
+    }
+}

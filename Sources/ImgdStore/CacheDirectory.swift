@@ -1,0 +1,120 @@
+import ImgdCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The cache folder on disk: `<root>/<2 hex>/<2 hex>/<64 hex>` files named by ``CacheKey``, and
+/// `<root>/tmp/` for bodies still arriving.
+///
+/// A file appears under its final name only by `rename(2)` of a complete, validated temp file,
+/// so a crash at any moment leaves no partial file under a final name; leftovers in `tmp/` are
+/// removed when the folder is opened. Paths are resolved relative to descriptors opened once
+/// (`openat`/`renameat`), and a fan-out folder is created only when a rename finds it missing.
+public final class CacheDirectory: Sendable {
+    /// The cache folder, as given.
+    public let root: String
+    /// Bodies in progress; emptied at start.
+    public var tempFolder: String { root + "/tmp" }
+
+    private let rootDescriptor: Int32
+    private let tempDescriptor: Int32
+    /// Makes temp names unique within this process; the pid makes them unique across processes.
+    private let tempCounter = Atomic<UInt64>(0)
+
+    /// Opens (creating if needed) the cache folder at `root` and empties its temp folder.
+    public init(root: String) throws(StoreError) {
+        self.root = root
+        try Self.makeFolders(root)
+        rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard rootDescriptor >= 0 else { throw .cannotOpenFolder(path: root, errno: errno) }
+        if mkdirat(rootDescriptor, "tmp", 0o755) != 0, errno != EEXIST {
+            let code = errno
+            close(rootDescriptor)
+            throw .cannotOpenFolder(path: root + "/tmp", errno: code)
+        }
+        tempDescriptor = openat(rootDescriptor, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard tempDescriptor >= 0 else {
+            let code = errno
+            close(rootDescriptor)
+            throw .cannotOpenFolder(path: root + "/tmp", errno: code)
+        }
+        removeTempLeftovers()
+    }
+
+    deinit {
+        close(tempDescriptor)
+        close(rootDescriptor)
+    }
+
+    /// The absolute path an entry has (or would have).
+    public func path(for key: CacheKey) -> String { root + "/" + key.relativePath }
+
+    /// The size of the cached file for `key`, or nil when there is none.
+    public func existingSize(of key: CacheKey) -> Int? {
+        var info = stat()
+        guard fstatat(rootDescriptor, key.relativePath, &info, AT_SYMLINK_NOFOLLOW) == 0,
+            (info.st_mode & S_IFMT) == S_IFREG
+        else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// Creates an empty temp file for a body of `key`.
+    public func makeTempFile(for key: CacheKey) throws(StoreError) -> TempFile {
+        let serial = tempCounter.add(1, ordering: .relaxed).newValue
+        let name = "\(key.hex).\(getpid()).\(serial).part"
+        let fd = openat(tempDescriptor, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw .cannotCreateTempFile(path: tempFolder, errno: errno) }
+        return TempFile(name: name, path: tempFolder + "/" + name, fileDescriptor: fd, folderDescriptor: tempDescriptor)
+    }
+
+    /// Gives `file` its final name for `key` (replacing any older file atomically) and returns
+    /// the final path. On failure the temp file is left for the caller to discard.
+    @discardableResult
+    public func publish(_ file: TempFile, as key: CacheKey) throws(StoreError) -> String {
+        let relativePath = key.relativePath
+        var result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
+        if result != 0, errno == ENOENT {
+            try ensureFanOutFolders(for: key)
+            result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
+        }
+        guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
+        file.markPublished()
+        return path(for: key)
+    }
+
+    private func ensureFanOutFolders(for key: CacheKey) throws(StoreError) {
+        let hex = key.hex
+        // Only reached when a rename found no folder: the common path costs no mkdir at all.
+        let first = String(hex.prefix(2))
+        let second = first + "/" + String(hex.dropFirst(2).prefix(2))
+        for folder in [first, second] where mkdirat(rootDescriptor, folder, 0o755) != 0 && errno != EEXIST {
+            throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+        }
+    }
+
+    private func removeTempLeftovers() {
+        let duplicate = dup(tempDescriptor)
+        guard duplicate >= 0, let folder = fdopendir(duplicate) else { return }
+        defer { closedir(folder) }
+        rewinddir(folder)
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            guard name != ".", name != ".." else { continue }
+            unlinkat(tempDescriptor, name, 0)
+        }
+    }
+
+    private static func makeFolders(_ path: String) throws(StoreError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0, errno != EEXIST {
+                throw .cannotOpenFolder(path: current, errno: errno)
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A body being written: a file in the cache's temp folder that has no final name yet.
+///
+/// It is either published by ``CacheDirectory/publish(_:as:)`` or discarded; if neither happens
+/// (an error path forgot it), deinit removes it so no partial file is left behind. Owned by
+/// one thread at a time (the downloader's loop); not `Sendable`.
+public final class TempFile {
+    /// Absolute path, for messages.
+    public let path: String
+    /// Name inside the temp folder.
+    let name: String
+    /// Open for writing (and reading back for validation) until published or discarded.
+    public private(set) var fileDescriptor: Int32
+    /// Bytes written so far.
+    public private(set) var count = 0
+    private let folderDescriptor: Int32
+    private var isFinished = false
+
+    init(name: String, path: String, fileDescriptor: Int32, folderDescriptor: Int32) {
+        self.name = name
+        self.path = path
+        self.fileDescriptor = fileDescriptor
+        self.folderDescriptor = folderDescriptor
+    }
+
+    deinit { discard() }
+
+    /// Appends `bytes`, retrying short writes and interrupts.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        guard var base = bytes.baseAddress else { return }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = Glibc.write(fileDescriptor, base, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .writeFailed(path: path, errno: errno)
+            }
+            base += written
+            remaining -= written
+            count += written
+        }
+    }
+
+    /// Closes and removes the file. Safe to call more than once.
+    public func discard() {
+        guard !isFinished else { return }
+        isFinished = true
+        close(fileDescriptor)
+        fileDescriptor = -1
+        unlinkat(folderDescriptor, name, 0)
+    }
+
+    /// Closes the descriptor after a successful rename; the file now belongs to the cache.
+    func markPublished() {
+        isFinished = true
+        close(fileDescriptor)
+        fileDescriptor = -1
+    }
+}

@@ -1,0 +1,144 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A real HTTP/1.1 server on 127.0.0.1 whose responses are scripted by the request-target, for
+/// testing a downloader against good and bad servers alike.
+///
+/// Routes: `/img/NAME.png|gif|jpg?w=W&h=H&bytes=N&seed=S` (8×8 by default, the PNG seed derived
+/// from NAME), `/html`, `/status/CODE`, `/huge.png` (declares 100000×100000 pixels),
+/// `/flaky/NAME.png?fail=N&status=S&retry_after=R` (N failures with status S, 503 by default, per
+/// exact target, then the image), `/redirect?to=URL` (percent-encoded) and `/loop/N`. Anything
+/// else is 404; a parameter out of range is 400.
+///
+/// Modifiers on any route: `gate=NAME` (hold until ``openGate(_:)``), `delay_ms=N`, `slow_bps=N`,
+/// `stall_after=N`, `close_after=N`, `cl=+K`/`cl=-K` (lie about Content-Length, then close),
+/// `no_cl=1` (body ended by the close) and `chunked=1`. Otherwise responses carry a true
+/// Content-Length and keep-alive is honoured, so clients can reuse connections.
+///
+/// Each instance is its own host:port with its own counters, on its own event-loop group of two
+/// threads. Call ``shutdown()`` when done; it closes any connection still open.
+public final class TestHTTPServer: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    private let state: TestHTTPServerState
+
+    /// The listening port, chosen by the kernel.
+    public let port: Int
+
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, state: TestHTTPServerState, port: Int) {
+        self.group = group
+        self.channel = channel
+        self.state = state
+        self.port = port
+    }
+
+    /// Starts a server on 127.0.0.1 on an ephemeral port.
+    public static func start() async throws -> TestHTTPServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let state = TestHTTPServerState()
+        do {
+            let channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // Slow bodies go out in small timed pieces: Nagle must not merge them.
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        // NIO's decoder caps a request head (80 KiB per field and in all).
+                        try channel.pipeline.syncOperations.addHandlers(
+                            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
+                            TestHTTPHandler(state: state))
+                    }
+                }
+                .bind(host: "127.0.0.1", port: 0)
+                .get()
+            guard let port = channel.localAddress?.port else {
+                try? await channel.close()
+                throw ChannelError.unknownLocalAddress
+            }
+            return TestHTTPServer(group: group, channel: channel, state: state, port: port)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    public var origin: String { "http://127.0.0.1:\(port)" }
+
+    /// The origin followed by `pathAndQuery` (which starts with `/`).
+    public func url(_ pathAndQuery: String) -> String { origin + pathAndQuery }
+
+    // MARK: Counters
+
+    /// Requests whose request-target was exactly `pathAndQuery`, as received.
+    public func requestCount(_ pathAndQuery: String) -> Int {
+        state.counters.requestCounts[pathAndQuery, default: 0]
+    }
+
+    /// Requests whose request-target starts with `prefix`.
+    public func requestCount(prefix: String) -> Int {
+        state.counters.requestLog.lazy.filter { $0.hasPrefix(prefix) }.count
+    }
+
+    public var totalRequests: Int { state.counters.requestLog.count }
+
+    /// Request-targets in arrival order.
+    public var requestLog: [String] { state.counters.requestLog }
+
+    /// Requests whose head has arrived and whose response end is not yet written (nor their
+    /// connection closed). Held, delayed, slow and stalled requests count.
+    public var inFlight: Int { state.counters.inFlight }
+
+    /// The peak of ``inFlight`` since start or ``resetCounters()``.
+    public var maxInFlight: Int { state.counters.maxInFlight }
+
+    /// Connections accepted since start or ``resetCounters()``: fewer than requests proves reuse.
+    public var connectionsAccepted: Int { state.counters.connectionsAccepted }
+
+    /// Forgets the request log, per-target counts (so `/flaky` targets fail again), the connection
+    /// count and the peak. Requests in flight stay counted; opened gates stay open.
+    public func resetCounters() { state.resetCounters() }
+
+    // MARK: Gates
+
+    /// Releases every request held on gate `name`, and any that arrives on it later.
+    public func openGate(_ name: String) { state.openGate(name) }
+
+    // MARK: Waiting
+
+    /// Waits until ``inFlight`` is at least `n`; false if `timeout` passed first.
+    public func waitForInFlight(atLeast n: Int, timeout: Duration) async -> Bool {
+        await poll(timeout: timeout) { $0.inFlight >= n }
+    }
+
+    /// Waits until ``totalRequests`` is at least `n`; false if `timeout` passed first.
+    public func waitForRequests(atLeast n: Int, timeout: Duration) async -> Bool {
+        await poll(timeout: timeout) { $0.requestLog.count >= n }
+    }
+
+    /// Polls every few milliseconds up to a deadline: the counters change on event-loop threads,
+    /// and polling here spares every caller a sleep.
+    private func poll(timeout: Duration, until condition: (TestHTTPServerState.Counters) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if condition(state.counters) { return true }
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Stops listening, closes every open connection (stalled and held ones too) and stops the
+    /// event loops. Calling it again does nothing.
+    public func shutdown() async throws {
+        guard let connections = state.stop() else { return }
+        try? await channel.close()
+        for connection in connections {
+            try? await connection.close()
+        }
+        try await group.shutdownGracefully()
+    }
+}

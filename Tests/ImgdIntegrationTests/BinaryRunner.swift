@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// Runs the real `imgd` executable that `swift build` put beside the test bundle.
+enum BinaryRunner {
+    struct Output {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// The `imgd` built with the tests (the test target depends on it, so it is always there).
+    static let imgdPath: String = {
+        let here = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let beside = here.appendingPathComponent("imgd").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        // Bundled runners may live one level down (…/debug/X.xctest/…).
+        return here.deletingLastPathComponent().appendingPathComponent("imgd").path
+    }()
+
+    /// Runs `imgd` with `arguments` in `directory`; kills it if it outlives `timeout`.
+    static func imgd(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: imgdPath)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        let exited = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in exited.continuation.finish() }
+        try process.run()
+        // Read both pipes while it runs, so a chatty child never blocks on a full pipe.
+        async let out = stdout.fileHandleForReading.readToEnd()
+        async let err = stderr.fileHandleForReading.readToEnd()
+        let watchdog = Task {
+            try await Task.sleep(for: timeout)
+            process.terminate()
+        }
+        for await _ in exited.stream {}
+        watchdog.cancel()
+        let outData = try await out ?? Data()
+        let errData = try await err ?? Data()
+        return Output(
+            status: process.terminationStatus,
+            stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// A scratch folder for one test, removed afterwards.
+struct ScratchFolder {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-it-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func write(_ name: String, _ text: String) throws {
+        try text.write(toFile: path + "/" + name, atomically: true, encoding: .utf8)
+    }
+
+    /// Regular files under `relative`, recursively, excluding the temp folder.
+    func files(under relative: String) -> [String] {
+        let root = path + "/" + relative
+        let enumerator = FileManager.default.enumerator(atPath: root)
+        var found: [String] = []
+        while let item = enumerator?.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            if !item.hasPrefix("tmp"), FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isFolder), !isFolder.boolValue {
+                found.append(item)
+            }
+        }
+        return found
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}

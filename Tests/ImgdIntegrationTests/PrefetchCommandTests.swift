@@ -1,0 +1,120 @@
+import Foundation
+import ImgdCore
+import ImgdTestSupport
+import Testing
+
+/// `imgd prefetch` end to end: the real binary, the real test server, real files.
+@Suite("imgd prefetch (the binary)")
+struct PrefetchCommandTests {
+    @Test("every URL cached: exit 0, summary on stdout, files byte-exact; a second run finds them cached")
+    func allCached() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let targets = (0..<40).map { "/img/ok\($0).png?w=\(8 + $0)&h=8" }
+        try scratch.write("list.txt", "# forty images\n" + targets.map(server.url).joined(separator: "\n") + "\n")
+
+        let first = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache", "--max-parallel", "4"], in: scratch.path)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        #expect(first.stdout.contains("40 URLs in 1 list: 40 downloaded"))
+        #expect(first.stdout.contains("0 failed"))
+        #expect(scratch.files(under: "cache").count == 40)
+        for target in targets {
+            let key = try ImageURL(server.url(target)).cacheKey
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: scratch.path + "/cache/" + key.relativePath))
+            #expect(Array(bytes) == TestHTTPServer.body(for: target))
+        }
+        #expect(server.maxInFlight <= 4)
+
+        let second = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache"], in: scratch.path)
+        #expect(second.status == 0)
+        #expect(second.stdout.contains("0 downloaded (0 B), 40 already cached"))
+        #expect(server.totalRequests == 40)
+        try await server.shutdown()
+    }
+
+    @Test("bad lines and failing URLs: exit 1, each reported with its line or URL and code; the rest cached")
+    func failures() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let lines = [
+            server.url("/img/a.png"),
+            "ftp://example.com/x.png",
+            "",
+            "# a comment",
+            server.url("/status/404"),
+            "not a url at all",
+            server.url("/html"),
+            server.url("/img/b.gif"),
+        ]
+        try scratch.write("links.txt", lines.joined(separator: "\n"))
+        let result = try await BinaryRunner.imgd(["prefetch", "links.txt", "--cache", "c"], in: scratch.path)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("links.txt:2: bad_url: scheme 'ftp' is not supported"))
+        #expect(result.stderr.contains("links.txt:6: bad_url:"))
+        #expect(result.stderr.contains("failed: \(server.url("/status/404")): http_404"))
+        #expect(result.stderr.contains("failed: \(server.url("/html")): not_image"))
+        #expect(result.stdout.contains("4 URLs in 1 list: 2 downloaded"))
+        #expect(result.stdout.contains("4 failed (bad_url 2, http_404 1, not_image 1)"))
+        #expect(scratch.files(under: "c").count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/c/tmp").isEmpty)
+        try await server.shutdown()
+    }
+
+    @Test("several lists are read together")
+    func severalLists() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("one.txt", (0..<5).map { server.url("/img/one\($0).png") }.joined(separator: "\n"))
+        try scratch.write("two.txt", (0..<5).map { server.url("/img/two\($0).png") }.joined(separator: "\n"))
+        let result = try await BinaryRunner.imgd(["prefetch", "one.txt", "two.txt", "--cache", "c"], in: scratch.path)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("10 URLs in 2 lists: 10 downloaded"))
+        try await server.shutdown()
+    }
+
+    @Test("a missing list is reported and fails the run; the other list still runs")
+    func missingList() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("ok.txt", server.url("/img/fine.png"))
+        let result = try await BinaryRunner.imgd(["prefetch", "nope.txt", "ok.txt", "--cache", "c"], in: scratch.path)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot open link list nope.txt: No such file or directory"))
+        #expect(scratch.files(under: "c").count == 1)
+        try await server.shutdown()
+    }
+
+    @Test(
+        "bad usage exits 2 with a message",
+        arguments: [
+            ["prefetch"],
+            ["prefetch", "l.txt", "--max-parallel", "0"],
+            ["prefetch", "l.txt", "--max-per-host", "abc"],
+            ["prefetch", "l.txt", "--no-such-flag"],
+            ["prefetch", "l.txt", "--deny", "300.1.1.1/8"],
+            ["no-such-command"],
+        ])
+    func badUsage(arguments: [String]) async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let result = try await BinaryRunner.imgd(arguments, in: scratch.path)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("Error:") || result.stderr.contains("Usage:"))
+    }
+
+    @Test("--help and --version exit 0")
+    func helpAndVersion() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let help = try await BinaryRunner.imgd(["prefetch", "--help"], in: scratch.path)
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("--max-per-host"))
+        let version = try await BinaryRunner.imgd(["--version"], in: scratch.path)
+        #expect(version.status == 0)
+        #expect(version.stdout.contains(ImgdVersion.string))
+    }
+}

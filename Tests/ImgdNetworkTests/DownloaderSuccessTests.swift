@@ -1,0 +1,84 @@
+import Foundation
+import ImgdCore
+import ImgdTestSupport
+import Testing
+
+@testable import ImgdNetwork
+
+@Suite("Downloading into the cache")
+struct DownloaderSuccessTests {
+    @Test("an image is downloaded, validated, published under its key, with its record")
+    func downloadsAndRecords() async throws {
+        try await withFixture { fixture in
+        let target = "/img/first.png?w=40&h=30"
+        let url = try fixture.url(target)
+        let image = try await fixture.downloader.fetch(url)
+        let expected = try #require(TestHTTPServer.body(for: target))
+
+        #expect(image.source == .network)
+        #expect(image.path == fixture.cacheRoot + "/" + url.cacheKey.relativePath)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == expected)
+        let record = try #require(image.download)
+        #expect(record.status == 200)
+        #expect(record.bytes == expected.count)
+        #expect(record.sha256 == SHA256Digest(of: expected))
+        #expect(record.image == ImageInfo(format: .png, width: 40, height: 30))
+        #expect(record.contentType == "image/png")
+        #expect(record.finalURL == url.normalized)
+        #expect(record.attempts == 1)
+        #expect(fixture.tempFiles.isEmpty)
+        }
+    }
+
+    @Test("a cached URL is answered from disk without a request")
+    func secondFetchComesFromDisk() async throws {
+        try await withFixture { fixture in
+        let url = try fixture.url("/img/again.gif?w=3&h=2")
+        _ = try await fixture.downloader.fetch(url)
+        let again = try await fixture.downloader.fetch(url)
+        #expect(again.source == .disk)
+        #expect(fixture.server.requestCount("/img/again.gif?w=3&h=2") == 1)
+        }
+    }
+
+    @Test("the cache key hashes the whole normalised URL, never the last path component")
+    func sameFileNameDifferentPaths() async throws {
+        try await withFixture { fixture in
+        let first = try await fixture.downloader.fetch(fixture.url("/img/a.png?seed=1"))
+        let second = try await fixture.downloader.fetch(fixture.url("/img/a.png?seed=2"))
+        #expect(first.path != second.path)
+        #expect(fixture.cachedFiles.count == 2)
+        }
+    }
+
+    @Test("redirects are followed and the final URL is recorded")
+    func followsRedirects() async throws {
+        try await withFixture { fixture in
+        let destination = fixture.server.url("/img/moved.jpg?w=7&h=9")
+        let encoded = destination.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let image = try await fixture.downloader.fetch(fixture.url("/redirect?to=\(encoded)"))
+        #expect(image.download?.finalURL == destination)
+        #expect(image.download?.image == ImageInfo(format: .jpeg, width: 7, height: 9))
+        }
+    }
+
+    @Test("sequential downloads from one host reuse one connection")
+    func keepAlive() async throws {
+        try await withFixture { fixture in
+        for index in 0..<10 {
+            _ = try await fixture.downloader.fetch(fixture.url("/img/k\(index).png"))
+        }
+        #expect(fixture.server.connectionsAccepted == 1)
+        }
+    }
+
+    @Test("a body without Content-Length, chunked or close-delimited, is accepted when complete")
+    func noContentLength() async throws {
+        try await withFixture { fixture in
+        let chunked = try await fixture.downloader.fetch(fixture.url("/img/c.png?w=50&h=50&chunked=1"))
+        let closed = try await fixture.downloader.fetch(fixture.url("/img/d.png?w=50&h=50&no_cl=1"))
+        #expect(chunked.bytes == TestHTTPServer.body(for: "/img/c.png?w=50&h=50&chunked=1")?.count)
+        #expect(closed.bytes == TestHTTPServer.body(for: "/img/d.png?w=50&h=50&no_cl=1")?.count)
+        }
+    }
+}

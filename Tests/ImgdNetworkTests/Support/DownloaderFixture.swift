@@ -1,0 +1,103 @@
+import Foundation
+import ImgdCore
+import ImgdStore
+import ImgdTestSupport
+import Testing
+
+@testable import ImgdNetwork
+
+/// A test's world: a fresh cache folder, a real test HTTP server on 127.0.0.1, and a downloader
+/// with short timeouts and fast back-off. Torn down by ``close()``.
+struct DownloaderFixture {
+    let server: TestHTTPServer
+    let cacheRoot: String
+    let cache: CacheDirectory
+    let downloader: Downloader
+
+    /// A policy for tests: the defaults, with timeouts and back-off short enough for a test.
+    static func testPolicy(_ adjust: (inout DownloadPolicy) -> Void = { _ in }) -> DownloadPolicy {
+        var policy = DownloadPolicy()
+        policy.connectTimeout = .seconds(2)
+        policy.totalTimeout = .seconds(10)
+        policy.retry.baseDelay = .milliseconds(10)
+        policy.retry.maxDelay = .milliseconds(50)
+        adjust(&policy)
+        return policy
+    }
+
+    init(policy: DownloadPolicy = DownloaderFixture.testPolicy(), server: TestHTTPServer? = nil) async throws {
+        if let server { self.server = server } else { self.server = try await TestHTTPServer.start() }
+        cacheRoot = FileManager.default.temporaryDirectory
+            .appendingPathComponent("imgd-test-\(UUID().uuidString)").path
+        cache = try CacheDirectory(root: cacheRoot)
+        downloader = try Downloader(cache: cache, policy: policy)
+    }
+
+    func url(_ pathAndQuery: String) throws -> ImageURL { try ImageURL(server.url(pathAndQuery)) }
+
+    /// Fetches and returns the error, failing the test if the fetch succeeded.
+    func failure(
+        _ pathAndQuery: String, priority: FetchPriority = .onDemand, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> DownloadError? {
+        try await failure(url: url(pathAndQuery), sourceLocation: sourceLocation)
+    }
+
+    func failure(url: ImageURL, sourceLocation: SourceLocation = #_sourceLocation) async -> DownloadError? {
+        do {
+            let image = try await downloader.fetch(url)
+            Issue.record("expected a failure, got \(image.path)", sourceLocation: sourceLocation)
+            return nil
+        } catch {
+            #expect(cache.existingSize(of: url.cacheKey) == nil, "a failed URL must leave no cached file", sourceLocation: sourceLocation)
+            return error
+        }
+    }
+
+    /// Files in the temp folder: must be none once transfers are over.
+    var tempFiles: [String] { (try? FileManager.default.contentsOfDirectory(atPath: cache.tempFolder)) ?? [] }
+
+    /// Every cached file (relative paths), temp folder excluded.
+    var cachedFiles: [String] {
+        let enumerator = FileManager.default.enumerator(atPath: cacheRoot)
+        var files: [String] = []
+        while let path = enumerator?.nextObject() as? String {
+            guard !path.hasPrefix("tmp") else { continue }
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: cacheRoot + "/" + path, isDirectory: &isFolder), !isFolder.boolValue {
+                files.append(path)
+            }
+        }
+        return files
+    }
+
+    func close() async throws {
+        await downloader.shutdown()
+        try await server.shutdown()
+        try? FileManager.default.removeItem(atPath: cacheRoot)
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes: for states with no event to wait on.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+/// Runs `body` with a fresh fixture and always tears it down, whether `body` passes or throws.
+func withFixture<T>(
+    policy: DownloadPolicy = DownloaderFixture.testPolicy(), _ body: (DownloaderFixture) async throws -> T
+) async throws -> T {
+    let fixture = try await DownloaderFixture(policy: policy)
+    do {
+        let result = try await body(fixture)
+        try await fixture.close()
+        return result
+    } catch {
+        try? await fixture.close()
+        throw error
+    }
+}

@@ -1,0 +1,443 @@
+#!/usr/bin/env bash
+# Prefetch benchmark: `imgd prefetch` against curl, aria2c and wget2, downloading the same
+# link lists of real PNGs from a local nginx, with the same parallelism cap, each run into an
+# empty folder. See bench/README.md for what it measures and how to read the results.
+#
+#   bench/prefetch-bench.sh [--quick] [--peers-only] [--no-loop] [--caps 16,64] [--runs R]
+#                           [--small N] [--large M] [--sets small,large] [--timeout S]
+#
+# Environment: IMGD=/path/to/imgd (otherwise it builds .build/release/imgd), PYTHON (python3).
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(dirname "$BENCH_DIR")
+WORK=$BENCH_DIR/work            # git-ignored: corpus, lists, logs, raw results, fs image
+PYTHON=${PYTHON:-python3}
+
+# Settings (see usage).
+SMALL=20000
+LARGE=200
+RUNS=3
+CAPS=16
+SETS=small,large
+QUICK=0
+PEERS_ONLY=0
+USE_LOOP=1
+RUN_TIMEOUT=1800
+ORIG_ARGS="$*"
+
+# State shared by the functions below.
+NOTES=()                        # caveats that go into the results header
+TOOLS=()                        # tools that will run, in interleaving order
+IMGD_BIN=""
+IMGD_DESC="skipped"
+MOUNTED=0
+NGINX_PID_FILE=$WORK/nginx/nginx.pid
+OUT_ROOT=""
+FS_DESC=""
+PORT=""
+declare -A SET_FILES SET_BYTES
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+note() { NOTES+=("$*"); log "note: $*"; }
+
+usage() {
+    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    cat <<'EOF'
+
+Options:
+  --quick        2,000 small + 20 large images and 2 runs (smoke test)
+  --peers-only   skip imgd (no build); it is also skipped, with a note, when it cannot be built
+  --no-loop      write downloads to a plain folder under bench/work instead of a journaled
+                 ext4 image on a loop device (the results name the filesystem either way)
+  --caps LIST    parallelism caps, comma-separated (default 16)
+  --runs R       interleaved runs per tool (default 3)
+  --small N      number of small images (default 20000)
+  --large M      number of large images (default 200)
+  --sets LIST    which sets to run: small,large (default both)
+  --timeout S    kill a run after S seconds and count it as failed (default 1800)
+EOF
+}
+
+parse_args() {
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --quick) QUICK=1; SMALL=2000; LARGE=20; RUNS=2 ;;
+            --peers-only) PEERS_ONLY=1 ;;
+            --no-loop) USE_LOOP=0 ;;
+            --caps) CAPS=$2; shift ;;
+            --runs) RUNS=$2; shift ;;
+            --small) SMALL=$2; shift ;;
+            --large) LARGE=$2; shift ;;
+            --sets) SETS=$2; shift ;;
+            --timeout) RUN_TIMEOUT=$2; shift ;;
+            -h|--help) usage; exit 0 ;;
+            *) usage >&2; die "unknown option: $1" ;;
+        esac
+        shift
+    done
+    [[ $CAPS =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--caps wants numbers like 16,64"
+    [[ $RUNS =~ ^[1-9][0-9]*$ && $SMALL =~ ^[1-9][0-9]*$ && $LARGE =~ ^[1-9][0-9]*$ ]] \
+        || die "--runs, --small and --large want positive numbers"
+    [[ $SETS =~ ^(small|large)(,(small|large))?$ ]] || die "--sets wants small, large or small,large"
+    [[ $EUID -eq 0 ]] || die "run as root (apt-get, mount, nginx)"
+}
+
+# --- 1. Packages -------------------------------------------------------------------------
+
+# Installs the Debian packages whose commands are missing. `time` is checked by path:
+# `command -v time` finds the shell keyword, not GNU time (which has -f and %M).
+ensure_packages() {
+    local want=()
+    command -v nginx >/dev/null || want+=(nginx)
+    command -v aria2c >/dev/null || want+=(aria2)
+    command -v curl >/dev/null || want+=(curl)
+    command -v mkfs.ext4 >/dev/null && command -v dumpe2fs >/dev/null || want+=(e2fsprogs)
+    [[ -x /usr/bin/time ]] || want+=(time)
+    command -v timeout >/dev/null || want+=(coreutils)
+    command -v findmnt >/dev/null || want+=(util-linux)
+    if ! command -v wget2 >/dev/null; then
+        # wget2 is optional: Debian 12 has it, older releases do not.
+        if apt-cache show wget2 >/dev/null 2>&1; then want+=(wget2); fi
+    fi
+    if [[ ${#want[@]} -gt 0 ]]; then
+        log "installing: ${want[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y "${want[@]}" >"$WORK/logs/apt.log" 2>&1 \
+            || { apt-get update >>"$WORK/logs/apt.log" 2>&1 \
+                 && apt-get install -y "${want[@]}" >>"$WORK/logs/apt.log" 2>&1; } \
+            || die "apt-get install ${want[*]} failed (see $WORK/logs/apt.log)"
+    fi
+    command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
+}
+
+# --- 2. Work area ------------------------------------------------------------------------
+
+# Describes the filesystem holding $1: type, device, and (for ext2/3/4) whether it has a
+# journal. This matters here: / on these machines is ext4 without a journal, where deleting
+# and re-creating ~20,000 files turns quadratic (see /work/shared/TOOLCHAIN.md).
+describe_fs() {
+    local dir=$1 fstype source statf journal="" kname
+    fstype=$(findmnt -n -o FSTYPE -T "$dir" | head -1)
+    source=$(findmnt -n -o SOURCE -T "$dir" | head -1)
+    statf=$(stat -f -c %T "$dir")
+    if [[ $fstype == ext[234] ]]; then
+        # The kernel's name for the device (vda, loop0): /proc/fs/jbd2/NAME-8 exists while a
+        # journaled ext3/4 filesystem on it is mounted. That answers even where the device
+        # node cannot be opened (here: `dumpe2fs /dev/vda` gets "Operation not permitted").
+        kname=$(basename "$(readlink -f "/sys/dev/block/$(findmnt -n -o MAJ:MIN -T "$dir" | head -1 | tr -d " ")")")
+        if dumpe2fs -h "$source" 2>/dev/null | grep -q '^Filesystem features:.*has_journal'; then
+            journal=", with a journal (dumpe2fs: has_journal)"
+        elif dumpe2fs -h "$source" >/dev/null 2>&1; then
+            journal=", WITHOUT a journal (dumpe2fs: no has_journal)"
+        elif compgen -G "/proc/fs/jbd2/$kname-*" >/dev/null; then
+            journal=", with a journal (/proc/fs/jbd2/$kname-*)"
+        else
+            journal=", WITHOUT a journal (no /proc/fs/jbd2/$kname-* entry; dumpe2fs cannot open $source)"
+        fi
+    fi
+    printf '%s on %s (stat -f: %s)%s' "$fstype" "$source" "$statf" "$journal"
+}
+
+# By default downloads land on a fresh journaled ext4 image on a loop device, so the numbers
+# resemble an ordinary server's disk rather than this machine's journal-less /.
+setup_work_area() {
+    if [[ $USE_LOOP -eq 1 ]]; then
+        local img=$WORK/fs.img mnt=$WORK/mnt
+        mkdir -p "$mnt"
+        if mountpoint -q "$mnt"; then
+            log "unmounting a work area left by an earlier run"
+            umount "$mnt"
+        fi
+        rm -f "$img"
+        truncate -s 4G "$img"
+        # -J size=64: a 64 MB journal. lazy_itable_init=0 so no background inode-table
+        # zeroing (ext4lazyinit) competes with the timed runs.
+        mkfs.ext4 -q -F -J size=64 -E lazy_itable_init=0,lazy_journal_init=0 "$img"
+        mount -o loop "$img" "$mnt" || die "mount -o loop failed; try --no-loop"
+        MOUNTED=1
+        OUT_ROOT=$mnt/out
+    else
+        OUT_ROOT=$WORK/out
+        note "--no-loop: downloads written to a plain folder on $(describe_fs "$WORK")"
+    fi
+    mkdir -p "$OUT_ROOT"
+    FS_DESC=$(describe_fs "$OUT_ROOT")
+    [[ $USE_LOOP -eq 1 ]] && FS_DESC="4 GiB image on a loop device: $FS_DESC"
+    log "work area: $OUT_ROOT — $FS_DESC"
+}
+
+# Runs at exit, whatever happened: stop our nginx (by its pid file only) and unmount.
+cleanup() {
+    local status=$?
+    if [[ -s $NGINX_PID_FILE ]]; then
+        local pid
+        pid=$(cat "$NGINX_PID_FILE")
+        kill -QUIT "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+        rm -f "$NGINX_PID_FILE"
+    fi
+    if [[ $MOUNTED -eq 1 ]]; then
+        umount "$WORK/mnt" 2>/dev/null || umount -l "$WORK/mnt" || true
+        rm -f "$WORK/fs.img"    # 4 GiB sparse, filled by the runs: do not leave it behind
+    fi
+    exit "$status"
+}
+
+# --- imgd --------------------------------------------------------------------------------
+
+# Decides whether imgd runs: IMGD if set, else a release build. While imgd is being written it
+# may not build yet; then it is skipped with a note rather than stopping the peers' runs.
+prepare_imgd() {
+    if [[ $PEERS_ONLY -eq 1 ]]; then
+        IMGD_DESC="skipped (--peers-only)"
+        note "imgd skipped (--peers-only)"
+        return
+    fi
+    local bin=${IMGD:-}
+    if [[ -z $bin ]]; then
+        bin=$REPO_DIR/.build/release/imgd
+        log "building imgd: swift build -c release --product imgd (log: $WORK/logs/build.log)"
+        if ! (cd "$REPO_DIR" && swift build -c release --product imgd) >"$WORK/logs/build.log" 2>&1; then
+            IMGD_DESC="skipped (build failed)"
+            note "imgd skipped: the release build failed (see bench/work/logs/build.log)"
+            return
+        fi
+    fi
+    if [[ ! -x $bin ]]; then
+        IMGD_DESC="skipped (no binary at $bin)"
+        note "imgd skipped: no executable at $bin"
+        return
+    fi
+    IMGD_BIN=$bin
+    local rev
+    rev=$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    if [[ -n $(git -C "$REPO_DIR" status --porcelain -- Sources Package.swift 2>/dev/null) ]]; then
+        rev+=" + uncommitted changes"
+    fi
+    IMGD_DESC="$bin (git $rev)"
+    TOOLS+=(imgd)
+}
+
+# --- 3. Corpus and lists -----------------------------------------------------------------
+
+# The corpus is kept per size (bench/work/corpus/sN-lM), so --quick and full runs do not
+# regenerate each other's; gen_corpus.py skips the work when the manifest matches.
+prepare_corpus() {
+    CORPUS=$WORK/corpus/s$SMALL-l$LARGE
+    MANIFEST=$CORPUS/manifest.tsv
+    "$PYTHON" "$BENCH_DIR/gen_corpus.py" generate --dir "$CORPUS" --small "$SMALL" --large "$LARGE"
+    local set prefix
+    for set in small large; do
+        prefix=${set:0:1}/
+        SET_FILES[$set]=$(awk -F'\t' -v p="$prefix" 'index($1, p) == 1 { n++ } END { print n + 0 }' "$MANIFEST")
+        SET_BYTES[$set]=$(awk -F'\t' -v p="$prefix" 'index($1, p) == 1 { b += $2 } END { printf "%d", b }' "$MANIFEST")
+    done
+}
+
+# Reads a set's files so nginx serves them from the page cache. Done before every run (not
+# timed): on these machines idle files leave the page cache after about a minute.
+warm_corpus() {
+    find "$CORPUS/${1:0:1}" -type f -print0 | xargs -0 cat >/dev/null
+}
+
+# --- 4. nginx ----------------------------------------------------------------------------
+
+free_port() {
+    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_nginx() {
+    local dir=$WORK/nginx
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    PORT=$(free_port)
+    sed -e "s|@PORT@|$PORT|g" -e "s|@ROOT@|$CORPUS|g" -e "s|@WORK@|$dir|g" \
+        "$BENCH_DIR/nginx.conf.template" >"$dir/nginx.conf"
+    # -e: the startup error log goes here too, not to /var/log/nginx.
+    nginx -t -q -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx config test failed"
+    nginx -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx did not start"
+    for _ in $(seq 50); do [[ -s $NGINX_PID_FILE ]] && break; sleep 0.1; done
+    [[ -s $NGINX_PID_FILE ]] || die "nginx wrote no pid file"
+    LISTS=$WORK/lists
+    "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "http://127.0.0.1:$PORT" --out "$LISTS"
+    # One request per set proves the server reads the corpus (permissions, root path).
+    local set url
+    for set in small large; do
+        url=$(head -1 "$LISTS/$set.txt")
+        curl -q -sS --fail -o /dev/null "$url" || die "nginx does not serve $url (see $dir/error.log)"
+    done
+    log "nginx $(nginx_version) on 127.0.0.1:$PORT, pid $(cat "$NGINX_PID_FILE"), root $CORPUS"
+}
+
+nginx_version() { nginx -v 2>&1 | sed 's|.*nginx/||'; }
+
+# --- 5. Runs -----------------------------------------------------------------------------
+
+# The command line of one tool for one run, into the array CMD. Each peer gets the options
+# that make it save each URL under the URL's path and ignore user config files (curlrc,
+# aria2.conf, wget2rc) so a stray home-directory setting cannot change the measurement.
+tool_command() {
+    local tool=$1 set=$2 cap=$3 out=$4
+    case $tool in
+        imgd)
+            CMD=("$IMGD_BIN" prefetch "$LISTS/$set.txt" --cache "$out"
+                 --max-parallel "$cap" --max-per-host "$cap") ;;
+        curl)
+            # -q must come first (skip ~/.curlrc). The config holds url/output pairs; outputs
+            # are relative to --output-dir; --create-dirs makes s/xx/ folders. curl 7.88 still
+            # draws its parallel progress meter under --silent: --no-progress-meter stops it.
+            CMD=(curl -q --parallel --parallel-max "$cap" -Z --fail --no-progress-meter
+                 --create-dirs --output-dir "$out" --config "$LISTS/$set.curl") ;;
+        aria2c)
+            # -x1: one connection per download (no splitting), -j: downloads at once. No
+            # console readout (a status line a second); the final result table stays in the log.
+            # aria2c fsyncs every finished file and its .aria2 control file, on its one thread.
+            CMD=(aria2c --no-conf -j "$cap" -x1 -i "$LISTS/$set.aria2" -d "$out"
+                 --allow-overwrite=true --auto-file-renaming=false
+                 --console-log-level=error --summary-interval=0 --show-console-readout=false) ;;
+        wget2)
+            # -x -nH: save http://host/s/xx/f.png as OUT/s/xx/f.png (default: OUT/f.png).
+            # --no-hsts/--no-hpkp: no database files in $HOME.
+            CMD=(wget2 --no-config --max-threads="$cap" -i "$LISTS/$set.txt" -P "$out" -x -nH -nv
+                 --no-hsts --no-hpkp) ;;
+        *) die "unknown tool $tool" ;;
+    esac
+}
+
+# One timed run. Untimed before it: empty the output folder, flush the previous run's
+# writes (sync), warm the set's corpus. Untimed after it: full verification. Appends a line
+# to $RUNS_TSV; a run that fails (exit status, timeout or verification) is marked FAILED.
+run_one() {
+    local set=$1 cap=$2 tool=$3 run=$4
+    local out=$OUT_ROOT/run
+    local tag=$set-cap$cap-$tool-run$run
+    local tfile=$WORK/logs/$tag.time logf=$WORK/logs/$tag.log
+    rm -rf "$out"
+    mkdir -p "$out"
+    sync
+    warm_corpus "$set"
+    tool_command "$tool" "$set" "$cap" "$out"
+    local rc=0
+    # timeout outside time: time measures the tool itself; timeout kills its process group.
+    timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f '%e %U %S %M' -o "$tfile" \
+        "${CMD[@]}" >"$logf" 2>&1 </dev/null || rc=$?
+    local wall=0 user=0 sys=0 rss=0
+    # GNU time puts "Command exited with non-zero status N" before the numbers: use the last line.
+    if [[ -s $tfile ]]; then read -r wall user sys rss < <(tail -1 "$tfile") || true; fi
+    local status=ok note verdict vrc=0
+    if [[ $tool == imgd ]]; then
+        verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" cache --manifest "$MANIFEST" --set "$set" \
+                  --dir "$out" --list "$LISTS/$set.txt") || vrc=$?
+    else
+        verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" paths --manifest "$MANIFEST" --set "$set" \
+                  --dir "$out") || vrc=$?
+    fi
+    note=$verdict
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+        status=FAILED; note="timed out after ${RUN_TIMEOUT}s; $verdict"
+    elif [[ $rc -ne 0 ]]; then
+        status=FAILED; note="exit status $rc (log: bench/work/logs/$tag.log); $verdict"
+    elif [[ $vrc -ne 0 ]]; then
+        status=FAILED
+    fi
+    if [[ $status == ok ]]; then
+        log "$(awk -v s="$set" -v c="$cap" -v t="$tool" -v r="$run/$RUNS" -v w="$wall" -v u="$user" \
+            -v y="$sys" -v m="$rss" -v v="$verdict" 'BEGIN {
+                printf "%-5s cap %-3s %-6s run %s: %7.2f s  cpu %6.2f s  rss %6.1f MiB  %s", s, c, t, r, w, u + y, m / 1024, v }')"
+    else
+        log "$(printf '%-5s cap %-3s %-6s run %s/%s: FAILED — %s' "$set" "$cap" "$tool" "$run" "$RUNS" "$note")"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$set" "$cap" "$tool" "$run" "$status" \
+        "$wall" "$user" "$sys" "$rss" "${SET_FILES[$set]}" "${SET_BYTES[$set]}" "${note//$'\t'/ }" >>"$RUNS_TSV"
+}
+
+# Interleaves the tools (imgd curl aria2c wget2 imgd curl …) so slow drifts of the machine
+# (page cache, thermal, neighbours) spread over all of them instead of favouring one.
+run_all() {
+    local set cap run tool
+    for set in ${SETS//,/ }; do
+        for cap in ${CAPS//,/ }; do
+            log "set $set (${SET_FILES[$set]} files, $((SET_BYTES[$set] / 1000000)) MB), cap $cap: ${TOOLS[*]} × $RUNS"
+            for run in $(seq "$RUNS"); do
+                for tool in "${TOOLS[@]}"; do
+                    run_one "$set" "$cap" "$tool" "$run"
+                done
+            done
+        done
+    done
+    rm -rf "$OUT_ROOT/run"
+}
+
+# --- 7. Report ---------------------------------------------------------------------------
+
+write_meta() {
+    local meta=$1 wget2_v="not installed"
+    command -v wget2 >/dev/null && wget2_v=$(wget2 --version 2>/dev/null | head -1 | awk '{print $3}')
+    {
+        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "args=$ORIG_ARGS"
+        echo "kernel=$(uname -r)"
+        echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+        echo "cores=$(nproc)"
+        echo "mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+        echo "fs=$FS_DESC"
+        echo "small=$SMALL"
+        echo "large=$LARGE"
+        echo "small_mb=$((SET_BYTES[small] / 1000000))"
+        echo "large_mb=$((SET_BYTES[large] / 1000000))"
+        echo "runs=$RUNS"
+        echo "caps=$CAPS"
+        echo "quick=$QUICK"
+        echo "tools=${TOOLS[*]}"
+        echo "imgd=$IMGD_DESC"
+        echo "curl=$(curl --version | head -1 | awk '{print $2}')"
+        echo "aria2c=$(aria2c --version | head -1 | awk '{print $3}')"
+        echo "wget2=$wget2_v"
+        echo "nginx=$(nginx_version)"
+        local joined="" n
+        for n in "${NOTES[@]}"; do joined+="${joined:+ | }$n"; done
+        echo "notes=$joined"
+    } >"$meta"
+}
+
+main() {
+    parse_args "$@"
+    mkdir -p "$WORK/logs"
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
+    ensure_packages
+    TOOLS=()
+    prepare_imgd
+    TOOLS+=(curl aria2c)
+    if command -v wget2 >/dev/null; then TOOLS+=(wget2); else note "wget2 is not available: not run"; fi
+    local cap
+    for cap in ${CAPS//,/ }; do
+        [[ $cap -le 300 ]] || note "curl clamps --parallel-max to 300: its cap-$cap runs use 300"
+    done
+    setup_work_area
+    prepare_corpus
+    start_nginx
+    local stamp
+    stamp=$(date -u +%Y%m%dT%H%M%SZ)
+    mkdir -p "$WORK/results"
+    RUNS_TSV=$WORK/results/runs-$stamp.tsv
+    printf 'set\tcap\ttool\trun\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfiles\tbytes\tnote\n' >"$RUNS_TSV"
+    log "corpus warm-up, then runs (raw results: $RUNS_TSV)"
+    warm_corpus small
+    warm_corpus large
+    run_all
+    write_meta "$WORK/results/meta-$stamp.txt"
+    echo
+    "$PYTHON" "$BENCH_DIR/report.py" --runs "$RUNS_TSV" --meta "$WORK/results/meta-$stamp.txt" \
+        --results "$BENCH_DIR/RESULTS.md"
+    # Non-zero when any run failed, so a CI job notices; the table above says which.
+    if cut -f5 "$RUNS_TSV" | grep -qx FAILED; then
+        log "some runs FAILED (see above and bench/work/logs/)"
+        exit 1
+    fi
+}
+
+main "$@"
