@@ -75,6 +75,9 @@ let package = Package(
             name: "ImgdCoreTests", dependencies: ["ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "ImgdNetworkTests",
             dependencies: ["ImgdNetwork", "ImgdStore", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),

@@ -50,6 +50,21 @@ enum BinaryRunner {
     }
 }
 
+extension BinaryRunner {
+    /// Starts `imgd` and returns it running (output discarded), for tests that stop it by force.
+    static func launch(_ arguments: [String], in directory: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: imgdPath)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}
+
 /// A scratch folder for one test, removed afterwards.
 struct ScratchFolder {
     let path: String

@@ -69,6 +69,8 @@ final class TransferEngine: @unchecked Sendable {
     private var hosts: [String: HostState] = [:]
     private var retries = Heap<RetryEntry>()
     private var retrySerial: UInt64 = 0
+    /// Jobs in `.waitingRetry` (the heap may also hold entries of jobs cancelled meanwhile).
+    private var waitingRetryCount = 0
     private var failures: [CacheKey: RememberedFailure] = [:]
     private var nextFailureSweep = ContinuousClock.now
     private var idleHandles: [CurlEasy] = []
@@ -366,6 +368,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
         job.state = .waitingRetry
+        waitingRetryCount += 1
         retrySerial += 1
         retries.insert(RetryEntry(readyAt: now + delay, serial: retrySerial, job: job))
         counters.retries += 1
@@ -375,6 +378,7 @@ final class TransferEngine: @unchecked Sendable {
         while let first = retries.min, first.readyAt <= now {
             let entry = retries.removeMin()
             guard entry.job.state == .waitingRetry else { continue }
+            waitingRetryCount -= 1
             entry.job.state = .queued
             queue.enqueueFirst(entry.job, priority: entry.job.priority, submitter: entry.job.submitter)
         }
@@ -391,6 +395,7 @@ final class TransferEngine: @unchecked Sendable {
             recycle(transfer.easy)
             job.transfer = nil
         }
+        if job.state == .waitingRetry { waitingRetryCount -= 1 }
         job.state = .finished
         if jobs[job.key] === job { jobs[job.key] = nil }
         switch outcome {
@@ -430,8 +435,8 @@ final class TransferEngine: @unchecked Sendable {
 
     private func publishStatistics() {
         counters.running = running.count
-        counters.queued = jobs.count - running.count - retries.count
-        counters.waitingRetry = retries.count
+        counters.queued = jobs.count - running.count - waitingRetryCount
+        counters.waitingRetry = waitingRetryCount
         let current = counters
         statistics.withLock { $0 = current }
     }

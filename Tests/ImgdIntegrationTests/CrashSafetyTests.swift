@@ -1,0 +1,53 @@
+import Foundation
+import ImgdCore
+import ImgdTestSupport
+import Testing
+
+@Suite("Crash safety of the cache folder")
+struct CrashSafetyTests {
+    @Test("kill -9 mid-download: no partial file under a final name; the next run clears tmp/ and completes")
+    func killMidDownload() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let complete = (0..<5).map { "/img/done\($0).png?w=30&h=30" }
+        // A large body that stalls after 50 KB: it is mid-write when the process dies.
+        let stalled = "/img/stuck.png?w=200&h=200&stall_after=50000"
+        try scratch.write("list.txt", (complete + [stalled]).map(server.url).joined(separator: "\n"))
+
+        let process = try BinaryRunner.launch(["prefetch", "list.txt", "--cache", "c"], in: scratch.path)
+        let cacheRoot = scratch.path + "/c"
+        let finished = await eventually(timeout: .seconds(20)) {
+            scratch.files(under: "c").count == complete.count && server.inFlight == 1
+        }
+        #expect(finished)
+        // The stalled body has reached its temp file.
+        #expect(await eventually { ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp")) ?? []).count == 1 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+
+        let stuckKey = try ImageURL(server.url(stalled)).cacheKey
+        #expect(!FileManager.default.fileExists(atPath: cacheRoot + "/" + stuckKey.relativePath))
+        for target in complete {
+            let key = try ImageURL(server.url(target)).cacheKey
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: cacheRoot + "/" + key.relativePath))) == TestHTTPServer.body(for: target))
+        }
+
+        try scratch.write("rest.txt", complete.map(server.url).joined(separator: "\n"))
+        let rerun = try await BinaryRunner.imgd(["prefetch", "rest.txt", "--cache", "c"], in: scratch.path)
+        #expect(rerun.status == 0)
+        #expect(rerun.stdout.contains("5 already cached"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp").isEmpty)
+        try await server.shutdown()
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
