@@ -32,6 +32,7 @@ TOOLS=()                        # tools that will run, in interleaving order
 IMGD_BIN=""
 IMGD_DESC="skipped"
 MOUNTED=0
+CHILD_PID=""                    # the run in progress (timeout's pid), for the exit trap
 NGINX_PID_FILE=$WORK/nginx/nginx.pid
 OUT_ROOT=""
 FS_DESC=""
@@ -171,6 +172,11 @@ setup_work_area() {
 # Runs at exit, whatever happened: stop our nginx (by its pid file only) and unmount.
 cleanup() {
     local status=$?
+    if [[ -n $CHILD_PID ]] && kill -0 "$CHILD_PID" 2>/dev/null; then
+        log "stopping the run in progress"
+        kill -TERM "$CHILD_PID" 2>/dev/null || true   # timeout passes it on to the tool
+        wait "$CHILD_PID" 2>/dev/null || true
+    fi
     if [[ -s $NGINX_PID_FILE ]]; then
         local pid
         pid=$(cat "$NGINX_PID_FILE")
@@ -322,8 +328,13 @@ run_one() {
     tool_command "$tool" "$set" "$cap" "$out"
     local rc=0
     # timeout outside time: time measures the tool itself; timeout kills its process group.
+    # Started in the background and waited for, so Ctrl-C/SIGTERM reach our trap at once
+    # (timeout puts the tool in its own process group, out of reach of the terminal's Ctrl-C).
     timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f '%e %U %S %M' -o "$tfile" \
-        "${CMD[@]}" >"$logf" 2>&1 </dev/null || rc=$?
+        "${CMD[@]}" >"$logf" 2>&1 </dev/null &
+    CHILD_PID=$!
+    wait "$CHILD_PID" || rc=$?
+    CHILD_PID=""
     local wall=0 user=0 sys=0 rss=0
     # GNU time puts "Command exited with non-zero status N" before the numbers: use the last line.
     if [[ -s $tfile ]]; then read -r wall user sys rss < <(tail -1 "$tfile") || true; fi
@@ -377,7 +388,7 @@ write_meta() {
     local meta=$1 wget2_v="not installed"
     command -v wget2 >/dev/null && wget2_v=$(wget2 --version 2>/dev/null | head -1 | awk '{print $3}')
     {
-        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "date=$START_DATE"
         echo "args=$ORIG_ARGS"
         echo "kernel=$(uname -r)"
         echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
@@ -422,6 +433,7 @@ main() {
     start_nginx
     local stamp
     stamp=$(date -u +%Y%m%dT%H%M%SZ)
+    START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
     mkdir -p "$WORK/results"
     RUNS_TSV=$WORK/results/runs-$stamp.tsv
     printf 'set\tcap\ttool\trun\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfiles\tbytes\tnote\n' >"$RUNS_TSV"

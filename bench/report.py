@@ -159,7 +159,7 @@ def section(meta: dict, runs: list, rows: list) -> str:
         header.insert(2, "**Quick (smoke) run: too few files and runs for conclusions.**\n")
     notes = [n for n in m("notes", "").split(" | ") if n]
     notes += TOOL_NOTES
-    header += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
+    header += ["Notes:", ""] + [f"- {n}" for n in notes] + ["", ""]
     return "\n".join(header) + table(rows) + "\n" + failures(runs) + "\n\n" + raw_runs(runs) + "\n"
 
 

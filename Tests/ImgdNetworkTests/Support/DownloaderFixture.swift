@@ -77,15 +77,6 @@ struct DownloaderFixture {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes: for states with no event to wait on.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
 
 /// Runs `body` with a fresh fixture and always tears it down, whether `body` passes or throws.
 func withFixture<T>(
