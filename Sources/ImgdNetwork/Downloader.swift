@@ -40,10 +40,7 @@ public final class Downloader: Sendable {
     public func fetch(
         _ url: ImageURL, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
     ) async throws(DownloadError) -> CachedImage {
-        let key = url.cacheKey
-        if let size = cache.existingSize(of: key) {
-            return CachedImage(url: url, key: key, path: cache.path(for: key), bytes: size, source: .disk, download: nil)
-        }
+        if let image = cachedImage(for: url) { return image }
         let token = FetchToken(url: url, priority: priority, submitter: submitter)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -54,6 +51,38 @@ public final class Downloader: Sendable {
             if token.cancel() { engine.send(.cancelWait(token)) }
         }
         return try outcome.get()
+    }
+
+    /// Requests every URL of `urls` at once, without a task per URL: each result (from disk, the
+    /// network or the failure memory) is passed to `handler`, in completion order.
+    ///
+    /// `handler` runs on the downloader's own thread (or the caller's, for URLs already on
+    /// disk): keep it short — count, log, signal — and never block in it. A URL appearing twice
+    /// is answered twice. Withdraw the lot with ``cancel(submitter:)``.
+    public func prefetch(
+        _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch,
+        handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
+    ) {
+        var tokens: [FetchToken] = []
+        tokens.reserveCapacity(urls.count)
+        for url in urls {
+            if let image = cachedImage(for: url) {
+                handler(url, .success(image))
+            } else {
+                tokens.append(FetchToken(url: url, priority: priority, submitter: submitter, handler: handler))
+            }
+        }
+        guard !tokens.isEmpty else { return }
+        if !engine.send(.fetchAll(tokens)) {
+            for token in tokens { token.answer(.failure(.cancelled)) }
+        }
+    }
+
+    /// The image for `url` if its file is already in the cache.
+    private func cachedImage(for url: ImageURL) -> CachedImage? {
+        let key = url.cacheKey
+        guard let size = cache.existingSize(of: key) else { return nil }
+        return CachedImage(url: url, key: key, path: cache.path(for: key), bytes: size, source: .disk, download: nil)
     }
 
     /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.

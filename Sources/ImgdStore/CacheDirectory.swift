@@ -11,7 +11,7 @@ import Glibc
 /// A file appears under its final name only by `rename(2)` of a complete, validated temp file,
 /// so a crash at any moment leaves no partial file under a final name; leftovers in `tmp/` are
 /// removed when the folder is opened. Paths are resolved relative to descriptors opened once
-/// (`openat`/`renameat`), and a fan-out folder is created only when a rename finds it missing.
+/// (`openat`/`renameat`), and each fan-out folder is created once, on first use.
 public final class CacheDirectory: Sendable {
     /// The cache folder, as given.
     public let root: String
@@ -22,6 +22,10 @@ public final class CacheDirectory: Sendable {
     private let tempDescriptor: Int32
     /// Makes temp names unique within this process; the pid makes them unique across processes.
     private let tempCounter = Atomic<UInt64>(0)
+    private let processID = getpid()
+    /// Second-level fan-out folders (`ab/cd`, as the 16-bit number 0xabcd) known to exist, one
+    /// bit each, so each is created at most once per process instead of probed per file.
+    private let knownFolders = Mutex<[UInt64]>(Array(repeating: 0, count: 65536 / 64))
 
     /// Opens (creating if needed) the cache folder at `root` and empties its temp folder.
     public init(root: String) throws(StoreError) {
@@ -41,6 +45,16 @@ public final class CacheDirectory: Sendable {
             throw .cannotOpenFolder(path: root + "/tmp", errno: code)
         }
         removeTempLeftovers()
+        // The 256 first-level folders, once: every later publish needs at most one mkdir.
+        for first in 0..<256 {
+            let name = Self.hexByte(first)
+            if mkdirat(rootDescriptor, name, 0o755) != 0, errno != EEXIST {
+                let code = errno
+                close(tempDescriptor)
+                close(rootDescriptor)
+                throw .cannotOpenFolder(path: root + "/" + name, errno: code)
+            }
+        }
     }
 
     deinit {
@@ -63,7 +77,7 @@ public final class CacheDirectory: Sendable {
     /// Creates an empty temp file for a body of `key`.
     public func makeTempFile(for key: CacheKey) throws(StoreError) -> TempFile {
         let serial = tempCounter.add(1, ordering: .relaxed).newValue
-        let name = "\(key.hex).\(getpid()).\(serial).part"
+        let name = "\(key.hex).\(processID).\(serial).part"
         let fd = openat(tempDescriptor, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .cannotCreateTempFile(path: tempFolder, errno: errno) }
         return TempFile(name: name, path: tempFolder + "/" + name, fileDescriptor: fd, folderDescriptor: tempDescriptor)
@@ -74,9 +88,11 @@ public final class CacheDirectory: Sendable {
     @discardableResult
     public func publish(_ file: TempFile, as key: CacheKey) throws(StoreError) -> String {
         let relativePath = key.relativePath
+        try ensureFanOutFolder(for: key, force: false)
         var result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
         if result != 0, errno == ENOENT {
-            try ensureFanOutFolders(for: key)
+            // The folder was removed under us (an operator cleaning up): make it again, once.
+            try ensureFanOutFolder(for: key, force: true)
             result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
         }
         guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
@@ -84,14 +100,29 @@ public final class CacheDirectory: Sendable {
         return path(for: key)
     }
 
-    private func ensureFanOutFolders(for key: CacheKey) throws(StoreError) {
-        let hex = key.hex
-        // Only reached when a rename found no folder: the common path costs no mkdir at all.
-        let first = String(hex.prefix(2))
-        let second = first + "/" + String(hex.dropFirst(2).prefix(2))
-        for folder in [first, second] where mkdirat(rootDescriptor, folder, 0o755) != 0 && errno != EEXIST {
-            throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+    private func ensureFanOutFolder(for key: CacheKey, force: Bool) throws(StoreError) {
+        let bucket = key.fanOutBucket
+        let (word, bit) = (bucket / 64, UInt64(1) << UInt64(bucket % 64))
+        if !force, knownFolders.withLock({ $0[word] & bit != 0 }) { return }
+        let first = Self.hexByte(bucket >> 8)
+        let folder = first + "/" + Self.hexByte(bucket & 0xFF)
+        if mkdirat(rootDescriptor, folder, 0o755) != 0 {
+            if errno == ENOENT {
+                // Even the first level is gone: recreate it too.
+                guard mkdirat(rootDescriptor, first, 0o755) == 0 || errno == EEXIST,
+                    mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST
+                else { throw .cannotOpenFolder(path: root + "/" + folder, errno: errno) }
+            } else if errno != EEXIST {
+                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+            }
         }
+        knownFolders.withLock { $0[word] |= bit }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func hexByte(_ value: Int) -> String {
+        String(decoding: [hexDigits[value >> 4], hexDigits[value & 0xF]], as: UTF8.self)
     }
 
     private func removeTempLeftovers() {

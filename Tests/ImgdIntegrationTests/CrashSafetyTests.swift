@@ -11,8 +11,9 @@ struct CrashSafetyTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         let complete = (0..<5).map { "/img/done\($0).png?w=30&h=30" }
-        // A large body that stalls after 50 KB: it is mid-write when the process dies.
-        let stalled = "/img/stuck.png?w=200&h=200&stall_after=50000"
+        // A large body that stalls after 200 KB (past the in-memory buffer): it is mid-write
+        // in its temp file when the process dies.
+        let stalled = "/img/stuck.png?w=400&h=400&stall_after=200000"
         try scratch.write("list.txt", (complete + [stalled]).map(server.url).joined(separator: "\n"))
 
         let process = try BinaryRunner.launch(["prefetch", "list.txt", "--cache", "c"], in: scratch.path)

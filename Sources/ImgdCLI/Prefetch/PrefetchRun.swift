@@ -5,21 +5,24 @@ import ImgdStore
 /// One `imgd prefetch` run: reads the link lists as streams, fetches every URL through the
 /// downloader, reports each failure as it happens and a summary at the end.
 ///
-/// Each list is its own submitter, so lists take turns for transfer slots; each keeps at most
-/// ``window`` fetches outstanding, so memory stays bounded however long a list is.
+/// Each list is its own submitter, so lists take turns for transfer slots. URLs go to the
+/// downloader in batches and are answered on its thread, so no task or thread hop is spent per
+/// URL; each list keeps at most ``window`` URLs outstanding.
 struct PrefetchRun {
     let lists: [String]
     let downloader: Downloader
     let console: Console
     let tally = PrefetchTally()
 
-    /// Fetches in flight per list: enough to keep every slot busy, small enough to stay cheap.
-    var window: Int { max(64, downloader.policy.maxParallel * 4) }
+    /// URLs handed to the downloader and not yet answered, per list: enough to keep every
+    /// transfer slot busy, small enough that a list of any length costs bounded memory.
+    var window: Int { max(1024, downloader.policy.maxParallel * 16) }
+    /// URLs handed over at a time.
+    var batchSize: Int { window / 4 }
 
     /// Runs to the end. Returns the final counts.
     func run() async -> PrefetchTally.Counts {
-        let clock = ContinuousClock()
-        let started = clock.now
+        let started = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             if console.isInteractive {
                 group.addTask { await showProgress(since: started) }
@@ -37,6 +40,7 @@ struct PrefetchRun {
 
     private func fetchList(at path: String) async {
         let submitter = downloader.makeSubmitter()
+        let window = PrefetchWindow(size: window)
         var reader: LinkListReader
         do {
             reader = try LinkListReader(path: path)
@@ -45,49 +49,56 @@ struct PrefetchRun {
             tally.update { $0.failures["bad_list", default: 0] += 1 }
             return
         }
-        await withTaskGroup(of: Void.self) { group in
-            var outstanding = 0
-            while true {
-                let entry: LinkListEntry?
-                do {
-                    entry = try reader.next()
-                } catch {
-                    console.message("imgd: \(error)")
-                    tally.update { $0.failures["bad_list", default: 0] += 1 }
-                    break
-                }
-                guard let entry else { break }
-                switch entry.url {
-                case .failure(let error):
-                    console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(entry.text)")
-                    tally.update { $0.failures["bad_url", default: 0] += 1 }
-                case .success(let url):
-                    tally.update { $0.listed += 1 }
-                    if outstanding >= window {
-                        await group.next()
-                        outstanding -= 1
-                    }
-                    outstanding += 1
-                    group.addTask { await fetch(url, submitter: submitter) }
+        var batch: [ImageURL] = []
+        batch.reserveCapacity(batchSize)
+        while true {
+            let entry: LinkListEntry?
+            do {
+                entry = try reader.next()
+            } catch {
+                console.message("imgd: \(error)")
+                tally.update { $0.failures["bad_list", default: 0] += 1 }
+                break
+            }
+            guard let entry else { break }
+            switch entry.url {
+            case .failure(let error):
+                console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(entry.text)")
+                tally.update { $0.failures["bad_url", default: 0] += 1 }
+            case .success(let url):
+                batch.append(url)
+                if batch.count == batchSize {
+                    await submit(batch, submitter: submitter, window: window)
+                    batch.removeAll(keepingCapacity: true)
                 }
             }
         }
+        await submit(batch, submitter: submitter, window: window)
+        await window.waitUntilEmpty()
     }
 
-    private func fetch(_ url: ImageURL, submitter: SubmitterID) async {
-        do {
-            let image = try await downloader.fetch(url, priority: .prefetch, submitter: submitter)
-            tally.update { counts in
-                switch image.source {
-                case .disk: counts.alreadyCached += 1
-                case .network:
-                    counts.downloaded += 1
-                    counts.downloadedBytes += image.bytes
+    private func submit(_ batch: [ImageURL], submitter: SubmitterID, window: PrefetchWindow) async {
+        guard !batch.isEmpty else { return }
+        tally.update { $0.listed += batch.count }
+        await window.acquire(batch.count)
+        let tally = self.tally
+        let console = self.console
+        downloader.prefetch(batch, submitter: submitter) { url, result in
+            switch result {
+            case .success(let image):
+                tally.update { counts in
+                    switch image.source {
+                    case .disk: counts.alreadyCached += 1
+                    case .network:
+                        counts.downloaded += 1
+                        counts.downloadedBytes += image.bytes
+                    }
                 }
+            case .failure(let error):
+                console.message("imgd: failed: \(url): \(error.code): \(error.message)")
+                tally.update { $0.failures[error.code, default: 0] += 1 }
             }
-        } catch {
-            console.message("imgd: failed: \(url): \(error.code): \(error.message)")
-            tally.update { $0.failures[error.code, default: 0] += 1 }
+            window.release()
         }
     }
 

@@ -38,6 +38,9 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The first two bytes, as a number 0…65535.
+    public var leadingBytes: Int { Int(words.0 >> 48) }
+
     public var description: String { hex }
 
     public static func == (lhs: SHA256Digest, rhs: SHA256Digest) -> Bool {

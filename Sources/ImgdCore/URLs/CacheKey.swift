@@ -23,5 +23,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return "\(first)/\(second)/\(hex)"
     }
 
+    /// The first two digest bytes (`abcd` of `ab/cd/…`), naming the fan-out folder.
+    public var fanOutBucket: Int { digest.leadingBytes }
+
     public var description: String { hex }
 }

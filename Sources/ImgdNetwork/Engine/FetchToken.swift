@@ -1,13 +1,16 @@
 import ImgdCore
 import Synchronization
 
-/// One caller's wait for one URL: carries the request into the engine and the result back.
+/// One request for one URL: carries it into the engine and its result back, exactly once.
 ///
-/// Shared between the waiting task and the engine thread; the mutex guards the continuation and
-/// whether the wait was cancelled or answered, so the continuation is resumed exactly once,
-/// whichever of "result", "cancel" or "engine stopped" comes first.
+/// The result goes either to a waiting task (a continuation, for ``Downloader/fetch(_:priority:submitter:)``)
+/// or to a handler called on the engine thread (for ``Downloader/prefetch(_:submitter:priority:handler:)``,
+/// where a thread hop per URL would cost more than the transfer of a small image).
+/// The mutex guards the continuation and whether the request was cancelled or answered, so
+/// whichever of "result", "cancel" or "engine stopped" comes first wins, and only once.
 final class FetchToken: Sendable {
     typealias Outcome = Result<CachedImage, DownloadError>
+    typealias Handler = @Sendable (ImageURL, Outcome) -> Void
 
     private struct State {
         var continuation: CheckedContinuation<Outcome, Never>?
@@ -19,13 +22,15 @@ final class FetchToken: Sendable {
     let key: CacheKey
     let priority: FetchPriority
     let submitter: SubmitterID
+    private let handler: Handler?
     private let state = Mutex(State())
 
-    init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID) {
+    init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, handler: Handler? = nil) {
         self.url = url
         self.key = url.cacheKey
         self.priority = priority
         self.submitter = submitter
+        self.handler = handler
     }
 
     /// Stores the continuation to resume. If the wait was cancelled before it began, answers
@@ -56,12 +61,13 @@ final class FetchToken: Sendable {
 
     /// Delivers the result (once; later calls do nothing).
     func answer(_ outcome: Outcome) {
-        let continuation: CheckedContinuation<Outcome, Never>? = state.withLock { state in
-            guard !state.isAnswered else { return nil }
+        let (isFirst, continuation): (Bool, CheckedContinuation<Outcome, Never>?) = state.withLock { state in
+            guard !state.isAnswered else { return (false, nil) }
             state.isAnswered = true
             defer { state.continuation = nil }
-            return state.continuation
+            return (true, state.continuation)
         }
-        continuation?.resume(returning: outcome)
+        guard isFirst else { return }
+        if let handler { handler(url, outcome) } else { continuation?.resume(returning: outcome) }
     }
 }

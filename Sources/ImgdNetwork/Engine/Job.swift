@@ -9,6 +9,8 @@ final class Job {
         case queued
         /// A transfer is running.
         case running
+        /// Its body arrived and is being checked and published.
+        case publishing
         /// Failed transiently; waiting for its back-off to end.
         case waitingRetry
         /// Done, for better or worse; its waiters have their result.
@@ -17,6 +19,8 @@ final class Job {
 
     let url: ImageURL
     let key: CacheKey
+    /// Unique per engine: tells this job from a later one for the same key.
+    let serial: UInt64
     var waiters: [FetchToken] = []
     /// The highest priority among its waiters.
     var priority: FetchPriority
@@ -28,7 +32,8 @@ final class Job {
     /// The running transfer, while `state == .running`.
     var transfer: Transfer?
 
-    init(first waiter: FetchToken) {
+    init(first waiter: FetchToken, serial: UInt64) {
+        self.serial = serial
         url = waiter.url
         key = waiter.key
         priority = waiter.priority

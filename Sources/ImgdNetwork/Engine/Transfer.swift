@@ -6,8 +6,13 @@ import ImgdStore
 import Glibc
 #endif
 
-/// One attempt at downloading one job's URL: its easy handle, its temp file, and what its
-/// callbacks observed. Lives on the engine's loop thread from start to completion.
+/// One attempt at downloading one job's URL: its easy handle, its body, and what its callbacks
+/// observed. Lives on the engine's loop thread from start to completion.
+///
+/// The body is gathered in a buffer of at most ``bufferLimit`` bytes and written to a temp file
+/// whenever the buffer fills, so memory stays bounded whatever the size. Most images are
+/// smaller than the buffer: the publisher validates them in memory and creates, writes and
+/// renames their file only if they pass — an error page never touches the disk.
 ///
 /// libcurl's C callbacks receive it through their userdata pointer (`Unmanaged`, unretained:
 /// the engine's table of running transfers keeps it alive while libcurl may call back).
@@ -22,14 +27,17 @@ final class Transfer {
 
     let job: Job
     let easy: CurlEasy
-    let file: TempFile
     let startedAt: ContinuousClock.Instant
+    /// Where the body goes once it outgrows the buffer (or when it is published).
+    private(set) var file: TempFile?
+    /// Body bytes not yet written to `file`.
+    private(set) var buffer: [UInt8] = []
+    private let cache: CacheDirectory
 
     private let maxBodyBytes: Int
     private let addresses: AddressPolicy
     private var hasher = SHA256Hasher()
-    /// The first bytes, kept only until the format has been recognised.
-    private var head: [UInt8] = []
+    /// Until the format has been recognised from the first bytes.
     private var isSniffing = true
     /// Status of the response delivering the body; read on the first body bytes.
     private var status: Int?
@@ -43,11 +51,13 @@ final class Transfer {
     static let maxDiscardedBytes = 64 * 1024
     /// Bytes looked at before giving up on an early verdict (the full check still runs at the end).
     static let maxSniffBytes = 4096
+    /// Body bytes held in memory before they are written out.
+    static let bufferLimit = 64 * 1024
 
-    init(job: Job, easy: CurlEasy, file: TempFile, policy: DownloadPolicy) {
+    init(job: Job, easy: CurlEasy, cache: CacheDirectory, policy: DownloadPolicy) {
         self.job = job
         self.easy = easy
-        self.file = file
+        self.cache = cache
         self.maxBodyBytes = policy.maxBodyBytes
         self.addresses = policy.addresses
         self.startedAt = .now
@@ -56,8 +66,8 @@ final class Transfer {
 
     deinit { errorBuffer.deallocate() }
 
-    /// Bytes of body written so far.
-    var bytesReceived: Int { file.count }
+    /// Body bytes received so far.
+    var bytesReceived: Int { (file?.count ?? 0) + buffer.count }
 
     /// libcurl's message for the failure, or "".
     var errorDetail: String { String(cString: errorBuffer) }
@@ -101,34 +111,54 @@ final class Transfer {
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
-        guard file.count + bytes.count <= maxBodyBytes else {
+        guard bytesReceived + bytes.count <= maxBodyBytes else {
             abort = .tooLarge(limit: maxBodyBytes)
             return 0
         }
-        if isSniffing {
-            head.append(contentsOf: bytes.prefix(Self.maxSniffBytes - head.count))
-            switch ImageValidator.sniff(head, isComplete: false) {
+        if buffer.capacity == 0 { buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes)) }
+        buffer.append(contentsOf: bytes)
+        hasher.update(bytes)
+        if isSniffing, file == nil {
+            let verdict = buffer.withUnsafeBytes { all in
+                ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: all.prefix(Self.maxSniffBytes)), isComplete: false)
+            }
+            switch verdict {
             case .notImage:
                 abort = .notImage
                 return 0
             case .image:
                 isSniffing = false
-                head = []
             case .needMoreBytes:
-                if head.count >= Self.maxSniffBytes {
-                    isSniffing = false
-                    head = []
-                }
+                if buffer.count >= Self.maxSniffBytes { isSniffing = false }
             }
         }
-        do {
-            try file.write(bytes)
-        } catch {
-            abort = .disk(error)
-            return 0
+        if buffer.count >= Self.bufferLimit {
+            do {
+                try flush()
+            } catch {
+                abort = .disk(error)
+                return 0
+            }
         }
-        hasher.update(bytes)
         return bytes.count
+    }
+
+    /// Writes the buffered bytes to the temp file, creating it first if need be.
+    func flush() throws(StoreError) {
+        let file: TempFile
+        if let existing = self.file { file = existing } else { file = try cache.makeTempFile(for: job.key) }
+        self.file = file
+        var failure: StoreError?
+        buffer.withUnsafeBytes { bytes in
+            do throws(StoreError) { try file.write(bytes) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Removes the temp file, if there is one.
+    func discard() {
+        file?.discard()
     }
 
     /// Decides whether to let libcurl connect to `address`.

@@ -1,28 +1,34 @@
 import CCurlShim
-import Foundation
 import HeapModule
 import ImgdCore
 import ImgdStore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The downloader's engine: one thread that owns libcurl's multi handle, every easy handle and
 /// socket, the queue of jobs, the coalescing table, per-host state and the remembered failures.
+/// Checking and publishing a finished body is the ``BodyPublisher``'s, on its own queue.
 ///
 /// Other threads talk to it only through ``send(_:)`` — a command appended to a locked inbox,
 /// then `curl_multi_wakeup` — and hear back through each ``FetchToken``. Because the thread that
 /// runs the transfers also decides which start next, a finished transfer's slot is refilled
-/// without a thread hop. Validation and publishing run here too: they are a few small reads and
-/// one rename per file.
+/// without a thread hop.
 ///
 /// `@unchecked Sendable`: everything mutable below `inbox` is touched only by the loop thread;
 /// `inbox` and `statistics` are behind their own mutexes.
 final class TransferEngine: @unchecked Sendable {
     enum Command {
         case fetch(FetchToken)
+        case fetchAll([FetchToken])
         case cancelWait(FetchToken)
         case cancelURL(CacheKey)
         case cancelSubmitter(SubmitterID)
         case forgetFailures(CacheKey?)
+        /// The publisher's verdict on a job's body.
+        case published(key: CacheKey, jobSerial: UInt64, Result<CachedImage, DownloadError>)
         case stop
     }
 
@@ -55,7 +61,7 @@ final class TransferEngine: @unchecked Sendable {
 
     let policy: DownloadPolicy
     let cache: CacheDirectory
-    private let validator: ImageValidator
+    private let publisher: BodyPublisher
     private let inbox = Mutex(Inbox())
     private let waker: CurlWaker
     private let statistics = Mutex(DownloaderStatistics())
@@ -71,6 +77,9 @@ final class TransferEngine: @unchecked Sendable {
     private var retrySerial: UInt64 = 0
     /// Jobs in `.waitingRetry` (the heap may also hold entries of jobs cancelled meanwhile).
     private var waitingRetryCount = 0
+    /// Jobs whose body is with the publisher.
+    private var publishingCount = 0
+    private var jobSerial: UInt64 = 0
     private var failures: [CacheKey: RememberedFailure] = [:]
     private var nextFailureSweep = ContinuousClock.now
     private var idleHandles: [CurlEasy] = []
@@ -87,14 +96,20 @@ final class TransferEngine: @unchecked Sendable {
         self.waker = multi.waker
         self.policy = policy
         self.cache = cache
-        self.validator = ImageValidator(maxPixels: policy.maxPixels)
+        self.publisher = BodyPublisher(cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels))
     }
 
-    /// Starts the loop thread.
+    /// Starts the loop thread (a plain pthread: its whole life is one loop).
     func start() {
-        let thread = Thread { [self] in self.runLoop() }
-        thread.name = "imgd-transfers"
-        thread.start()
+        var thread = pthread_t()
+        let engine = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(&thread, nil, { argument in
+            let engine = Unmanaged<TransferEngine>.fromOpaque(argument!).takeRetainedValue()
+            engine.runLoop()
+            return nil
+        }, engine)
+        precondition(created == 0, "cannot start the transfer thread: \(String(cString: strerror(created)))")
+        pthread_detach(thread)
     }
 
     /// Hands `command` to the loop. False when the engine has stopped.
@@ -154,6 +169,7 @@ final class TransferEngine: @unchecked Sendable {
     private func handle(_ command: Command) {
         switch command {
         case .fetch(let token): accept(token)
+        case .fetchAll(let tokens): tokens.forEach(accept)
         case .cancelWait(let token): cancelWait(token)
         case .cancelURL(let key):
             if let job = jobs[key] { finish(job, .failure(.cancelled)) }
@@ -163,6 +179,8 @@ final class TransferEngine: @unchecked Sendable {
             }
         case .forgetFailures(let key):
             if let key { failures[key] = nil } else { failures.removeAll() }
+        case .published(let key, let serial, let outcome):
+            published(key: key, jobSerial: serial, outcome)
         case .stop:
             break
         }
@@ -192,7 +210,8 @@ final class TransferEngine: @unchecked Sendable {
             }
             return
         }
-        let job = Job(first: token)
+        jobSerial += 1
+        let job = Job(first: token, serial: jobSerial)
         jobs[token.key] = job
         queue.enqueue(job, priority: job.priority, submitter: job.submitter)
     }
@@ -209,8 +228,12 @@ final class TransferEngine: @unchecked Sendable {
 
     // MARK: - Starting
 
+    /// Bodies allowed to wait for the publisher before transfers stop starting: enough to keep
+    /// it busy, few enough that memory stays bounded (each holds up to one buffer).
+    private var publishBacklog: Int { policy.maxParallel }
+
     private func startTransfers(now: ContinuousClock.Instant) {
-        while running.count < policy.maxParallel {
+        while running.count + max(0, publishingCount - publishBacklog) < policy.maxParallel {
             guard let job = queue.next(
                 isLive: { $0.state == .queued },
                 canStart: { self.hostCanStart($0.url.hostKey, now: now) })
@@ -227,37 +250,27 @@ final class TransferEngine: @unchecked Sendable {
 
     private func start(_ job: Job) {
         job.attempts += 1
-        let file: TempFile
-        do {
-            file = try cache.makeTempFile(for: job.key)
-        } catch {
-            finish(job, .failure(.disk(error.description)))
-            return
-        }
         let easy: CurlEasy
         do throws(CurlSetupError) {
             if let idle = idleHandles.popLast() { easy = idle } else { easy = try CurlEasy() }
         } catch {
-            file.discard()
             finish(job, .failure(.network(error.description)))
             return
         }
-        let transfer = Transfer(job: job, easy: easy, file: file, policy: policy)
+        let transfer = Transfer(job: job, easy: easy, cache: cache, policy: policy)
         do {
             try transfer.configure(policy)
         } catch {
             recycle(easy)
-            file.discard()
             finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")))
             return
         }
         guard multi!.add(easy) else {
             recycle(easy)
-            file.discard()
             finish(job, .failure(.network("libcurl could not add the transfer")))
             return
         }
-        job.state = .running
+        move(job, to: .running)
         job.transfer = transfer
         running[easy.handle] = transfer
         hosts[job.url.hostKey, default: HostState()].running += 1
@@ -277,8 +290,23 @@ final class TransferEngine: @unchecked Sendable {
         let job = transfer.job
         job.transfer = nil
         hosts[job.url.hostKey]?.running -= 1
-        let outcome = conclude(transfer, result: result)
+        let arrival = conclude(transfer, result: result)
         recycle(transfer.easy)
+        switch arrival {
+        case .success(let body):
+            // The slot is free now; the disk work happens on the publisher while the loop goes on.
+            move(job, to: .publishing)
+            publisher.publish(body) { [self] body, outcome in
+                send(.published(key: body.key, jobSerial: body.jobSerial, outcome))
+            }
+        case .failure(let error):
+            settle(job, .failure(error))
+        }
+    }
+
+    /// Ends an attempt: success finishes the job; a transient failure schedules another attempt
+    /// while attempts remain; anything else finishes it with the error.
+    private func settle(_ job: Job, _ outcome: Result<CachedImage, DownloadError>) {
         switch outcome {
         case .success(let image):
             counters.bytesDownloaded += image.bytes
@@ -292,71 +320,60 @@ final class TransferEngine: @unchecked Sendable {
         }
     }
 
-    /// Turns a finished transfer into a cached image or a classified failure. Publishes the
-    /// file (by rename) only when the body is complete and a valid image.
-    private func conclude(_ transfer: Transfer, result: CURLcode) -> Result<CachedImage, DownloadError> {
-        let file = transfer.file
-        defer { file.discard() }  // no-op once published
+    private func published(key: CacheKey, jobSerial: UInt64, _ outcome: Result<CachedImage, DownloadError>) {
+        // A job cancelled meanwhile has already answered its waiters; its file, if published,
+        // is a valid cache entry all the same.
+        guard let job = jobs[key], job.serial == jobSerial, job.state == .publishing else { return }
+        settle(job, outcome)
+    }
+
+    /// Classifies a finished transfer from what libcurl and the callbacks saw. A complete 2xx
+    /// body comes back as an ``ArrivedBody`` for the publisher; anything else as a failure.
+    private func conclude(_ transfer: Transfer, result: CURLcode) -> Result<ArrivedBody, DownloadError> {
         let easy = transfer.easy
         let status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
-
-        if let abort = transfer.abort {
-            switch abort {
-            case .tooLarge(let limit):
-                return .failure(.tooLarge("the body is over the \(limit)-byte limit"))
-            case .notImage:
-                return .failure(.notImage("the body does not start like an image (Content-Type \(easy.info(string: CURLINFO_CONTENT_TYPE) ?? "none"))"))
-            case .disk(let error):
-                return .failure(.disk(error.description))
-            case .policyDenied(let reason):
-                if result != CURLE_OK { return .failure(.policyDenied(reason)) }
+        let failure: DownloadError? = {
+            if let abort = transfer.abort {
+                switch abort {
+                case .tooLarge(let limit):
+                    return .tooLarge("the body is over the \(limit)-byte limit")
+                case .notImage:
+                    return .notImage("the body does not start like an image (Content-Type \(easy.info(string: CURLINFO_CONTENT_TYPE) ?? "none"))")
+                case .disk(let error):
+                    return .disk(error.description)
+                case .policyDenied(let reason):
+                    if result != CURLE_OK { return .policyDenied(reason) }
+                }
             }
-        }
-        if result != CURLE_OK, !(result == CURLE_WRITE_ERROR && !(200..<300).contains(status)) {
-            return .failure(FailureClassifier.classify(
-                result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived,
-                maxRedirects: policy.maxRedirects))
-        }
-        guard (200..<300).contains(status) else {
-            var retryAfter: Duration?
-            if let seconds = easy.info(offset: CURLINFO_RETRY_AFTER), seconds > 0 { retryAfter = .seconds(seconds) }
-            return .failure(.http(status: status, retryAfter: retryAfter))
-        }
-        let bytes = transfer.bytesReceived
-        if let declared = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), declared >= 0, declared != bytes {
-            return .failure(.truncated("received \(bytes) bytes of a declared \(declared)"))
-        }
-        let info: ImageInfo
-        do {
-            info = try validator.validate(FileByteSource(fileDescriptor: file.fileDescriptor, count: bytes))
-        } catch let error as ImageValidationError {
-            switch error {
-            case .notImage(let reason): return .failure(.notImage(reason))
-            case .truncated(let reason): return .failure(.truncated(reason))
-            case .tooManyPixels(let width, let height, let limit):
-                return .failure(.tooLarge("\(width)×\(height) pixels is over the \(limit)-pixel limit"))
+            if result != CURLE_OK, !(result == CURLE_WRITE_ERROR && !(200..<300).contains(status)) {
+                return FailureClassifier.classify(
+                    result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived,
+                    maxRedirects: policy.maxRedirects)
             }
-        } catch {
-            return .failure(.disk("cannot read back \(file.path): \(error)"))
+            guard (200..<300).contains(status) else {
+                var retryAfter: Duration?
+                if let seconds = easy.info(offset: CURLINFO_RETRY_AFTER), seconds > 0 { retryAfter = .seconds(seconds) }
+                return .http(status: status, retryAfter: retryAfter)
+            }
+            if let declared = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), declared >= 0,
+                declared != transfer.bytesReceived
+            {
+                return .truncated("received \(transfer.bytesReceived) bytes of a declared \(declared)")
+            }
+            return nil
+        }()
+        if let failure {
+            transfer.discard()
+            return .failure(failure)
         }
         let job = transfer.job
-        let record = DownloadRecord(
-            finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized,
-            status: status,
-            etag: easy.header("ETag"),
-            lastModified: easy.header("Last-Modified"),
+        return .success(ArrivedBody(
+            url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, file: transfer.file,
+            bytes: transfer.bytesReceived, sha256: transfer.finishDigest(),
+            finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
+            etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
-            bytes: bytes,
-            sha256: transfer.finishDigest(),
-            image: info,
-            duration: ContinuousClock.now - transfer.startedAt,
-            attempts: job.attempts)
-        do {
-            let path = try cache.publish(file, as: job.key)
-            return .success(CachedImage(url: job.url, key: job.key, path: path, bytes: bytes, source: .network, download: record))
-        } catch {
-            return .failure(.disk(error.description))
-        }
+            duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts))
     }
 
     private func scheduleRetry(_ job: Job, after error: DownloadError) {
@@ -367,8 +384,7 @@ final class TransferEngine: @unchecked Sendable {
             hosts[job.url.hostKey, default: HostState()].blockedUntil = now + retryAfter!
         }
         let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
-        job.state = .waitingRetry
-        waitingRetryCount += 1
+        move(job, to: .waitingRetry)
         retrySerial += 1
         retries.insert(RetryEntry(readyAt: now + delay, serial: retrySerial, job: job))
         counters.retries += 1
@@ -378,10 +394,24 @@ final class TransferEngine: @unchecked Sendable {
         while let first = retries.min, first.readyAt <= now {
             let entry = retries.removeMin()
             guard entry.job.state == .waitingRetry else { continue }
-            waitingRetryCount -= 1
-            entry.job.state = .queued
+            move(entry.job, to: .queued)
             queue.enqueueFirst(entry.job, priority: entry.job.priority, submitter: entry.job.submitter)
         }
+    }
+
+    /// Changes `job`'s state, keeping the per-state gauges in step: the one place states change.
+    private func move(_ job: Job, to state: Job.State) {
+        switch job.state {
+        case .waitingRetry: waitingRetryCount -= 1
+        case .publishing: publishingCount -= 1
+        case .queued, .running, .finished: break
+        }
+        switch state {
+        case .waitingRetry: waitingRetryCount += 1
+        case .publishing: publishingCount += 1
+        case .queued, .running, .finished: break
+        }
+        job.state = state
     }
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on
@@ -391,12 +421,11 @@ final class TransferEngine: @unchecked Sendable {
             running[transfer.easy.handle] = nil
             multi?.remove(transfer.easy)
             hosts[job.url.hostKey]?.running -= 1
-            transfer.file.discard()
+            transfer.discard()
             recycle(transfer.easy)
             job.transfer = nil
         }
-        if job.state == .waitingRetry { waitingRetryCount -= 1 }
-        job.state = .finished
+        move(job, to: .finished)
         if jobs[job.key] === job { jobs[job.key] = nil }
         switch outcome {
         case .success:
@@ -435,7 +464,7 @@ final class TransferEngine: @unchecked Sendable {
 
     private func publishStatistics() {
         counters.running = running.count
-        counters.queued = jobs.count - running.count - waitingRetryCount
+        counters.queued = jobs.count - running.count - waitingRetryCount - publishingCount
         counters.waitingRetry = waitingRetryCount
         let current = counters
         statistics.withLock { $0 = current }
@@ -447,7 +476,13 @@ final class TransferEngine: @unchecked Sendable {
             defer { inbox.commands.removeAll() }
             return inbox.commands
         }
-        for case .fetch(let token) in leftover { token.answer(.failure(.cancelled)) }
+        for command in leftover {
+            switch command {
+            case .fetch(let token): token.answer(.failure(.cancelled))
+            case .fetchAll(let tokens): tokens.forEach { $0.answer(.failure(.cancelled)) }
+            default: break
+            }
+        }
         for job in Array(jobs.values) { finish(job, .failure(.cancelled)) }
         idleHandles.removeAll()
         multi = nil

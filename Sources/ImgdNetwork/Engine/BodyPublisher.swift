@@ -1,0 +1,129 @@
+import Dispatch
+import ImgdCore
+import ImgdStore
+
+/// A body that arrived whole, with what the response said about it: what the publisher needs to
+/// validate it and give it its final name, moved off the transfer loop in one piece.
+///
+/// `@unchecked Sendable`: ownership moves — the loop hands it over and keeps no reference to
+/// its temp file or buffer; only the publisher's queue touches it afterwards.
+final class ArrivedBody: @unchecked Sendable {
+    let url: ImageURL
+    let key: CacheKey
+    /// Identifies the job it belongs to, so a late result for a cancelled job is recognised.
+    let jobSerial: UInt64
+    /// Bytes not yet written to `file` (all of them, for a body that fit in memory).
+    let buffer: [UInt8]
+    /// The temp file holding the rest, for a body larger than the buffer.
+    let file: TempFile?
+    let bytes: Int
+    let sha256: SHA256Digest
+    let finalURL: String
+    let status: Int
+    let etag: String?
+    let lastModified: String?
+    let contentType: String?
+    let duration: Duration
+    let attempts: Int
+
+    init(
+        url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], file: TempFile?, bytes: Int,
+        sha256: SHA256Digest, finalURL: String, status: Int, etag: String?, lastModified: String?,
+        contentType: String?, duration: Duration, attempts: Int
+    ) {
+        self.url = url
+        self.key = key
+        self.jobSerial = jobSerial
+        self.buffer = buffer
+        self.file = file
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.finalURL = finalURL
+        self.status = status
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentType = contentType
+        self.duration = duration
+        self.attempts = attempts
+    }
+}
+
+/// Validates arrived bodies and publishes them into the cache folder, on its own serial queue,
+/// so the transfer loop goes straight back to moving bytes while the disk work of the previous
+/// image (create, write, rename) proceeds on the other core.
+final class BodyPublisher: Sendable {
+    private let queue = DispatchQueue(label: "imgd-publisher")
+    private let cache: CacheDirectory
+    private let validator: ImageValidator
+
+    init(cache: CacheDirectory, validator: ImageValidator) {
+        self.cache = cache
+        self.validator = validator
+    }
+
+    /// Validates and publishes `body`, then calls `completion` (on the publisher's queue).
+    func publish(_ body: ArrivedBody, completion: @escaping @Sendable (ArrivedBody, Result<CachedImage, DownloadError>) -> Void) {
+        queue.async { [self] in
+            completion(body, publishNow(body))
+        }
+    }
+
+    /// Checks the body and gives it its final name; on any failure nothing is left behind.
+    func publishNow(_ body: ArrivedBody) -> Result<CachedImage, DownloadError> {
+        do throws(DownloadError) {
+            let info: ImageInfo
+            let file: TempFile
+            if let existing = body.file {
+                try write(body.buffer, to: existing)
+                info = try validate(FileByteSource(fileDescriptor: existing.fileDescriptor, count: body.bytes))
+                file = existing
+            } else {
+                // Small enough to have stayed in memory: check it before it touches the disk.
+                info = try validate(MemoryByteSource(body.buffer))
+                do {
+                    file = try cache.makeTempFile(for: body.key)
+                } catch {
+                    throw .disk(error.description)
+                }
+                try write(body.buffer, to: file)
+            }
+            defer { file.discard() }  // a no-op once published
+            let record = DownloadRecord(
+                finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
+                contentType: body.contentType, bytes: body.bytes, sha256: body.sha256, image: info,
+                duration: body.duration, attempts: body.attempts)
+            do {
+                let path = try cache.publish(file, as: body.key)
+                return .success(CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record))
+            } catch {
+                throw .disk(error.description)
+            }
+        } catch {
+            body.file?.discard()
+            return .failure(error)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], to file: TempFile) throws(DownloadError) {
+        var failure: StoreError?
+        bytes.withUnsafeBytes { raw in
+            do throws(StoreError) { try file.write(raw) } catch { failure = error }
+        }
+        if let failure { throw .disk(failure.description) }
+    }
+
+    private func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {
+        do {
+            return try validator.validate(source)
+        } catch let error as ImageValidationError {
+            switch error {
+            case .notImage(let reason): throw .notImage(reason)
+            case .truncated(let reason): throw .truncated(reason)
+            case .tooManyPixels(let width, let height, let limit):
+                throw .tooLarge("\(width)×\(height) pixels is over the \(limit)-pixel limit")
+            }
+        } catch {
+            throw .disk("cannot read back the body: \(error)")
+        }
+    }
+}
