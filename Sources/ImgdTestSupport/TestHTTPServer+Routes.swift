@@ -5,6 +5,9 @@ extension TestHTTPServer {
         case image(Image)
         /// `/flaky/NAME.EXT?fail=N&status=S&retry_after=R`: N failures per exact target, then the image.
         case flaky(Image, failures: Int, status: Int, retryAfter: String?)
+        /// `/gzip-labelled/NAME.EXT`: the image, sent as is but labelled `Content-Encoding: gzip`,
+        /// to show a client that does not ask for encodings does not try to inflate.
+        case gzipLabelled(Image)
         /// `/html`: a 200 HTML page where an image was expected.
         case html
         /// `/status/CODE`.
@@ -100,6 +103,8 @@ extension TestHTTPServer {
                     failures: try target.integer("fail", default: 1, in: 0...Self.maximumFailures) ?? 1,
                     status: try target.integer("status", default: 503, in: 200...599) ?? 503,
                     retryAfter: try target.headerValue("retry_after"))
+            } else if let name = Self.suffix(of: path, after: "/gzip-labelled/") {
+                self = .gzipLabelled(try Image(name: name, target: target))
             } else if path == "/html" {
                 self = .html
             } else if let code = Self.suffix(of: path, after: "/status/") {
@@ -135,7 +140,18 @@ extension TestHTTPServer {
         func response(attempt: Int) -> Response {
             switch self {
             case .image(let image):
-                return Response(status: 200, headers: [("Content-Type", image.contentType)], body: image.body)
+                return Response(
+                    status: 200,
+                    headers: [
+                        ("Content-Type", image.contentType),
+                        ("ETag", "\"\(image.body.count)-\(image.body.last ?? 0)\""),
+                        ("Last-Modified", TestHTTPServer.imageLastModified),
+                    ],
+                    body: image.body)
+            case .gzipLabelled(let image):
+                var response = Route.image(image).response(attempt: attempt)
+                response.headers.append(("Content-Encoding", "gzip"))
+                return response
             case .flaky(let image, let failures, let status, let retryAfter):
                 guard attempt > failures else {
                     var failure = Response.page(status: status)
@@ -166,6 +182,9 @@ extension TestHTTPServer {
     /// The body a successful request for `pathAndQuery` receives (for `/flaky`, the image after the
     /// failures), or nil when the server would answer 404 or 400. Modifier parameters (`delay_ms`,
     /// `gate`, `cl`, …) change delivery, never these bytes.
+    /// The `Last-Modified` every generated image is served with.
+    public static let imageLastModified = "Wed, 21 Oct 2015 07:28:00 GMT"
+
     public static func body(for pathAndQuery: String) -> [UInt8]? {
         guard let route = try? Route(Target(pathAndQuery)), route != .notFound,
             (try? Behaviour(Target(pathAndQuery))) != nil

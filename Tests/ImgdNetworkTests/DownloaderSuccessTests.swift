@@ -24,6 +24,8 @@ struct DownloaderSuccessTests {
         #expect(record.sha256 == SHA256Digest(of: expected))
         #expect(record.image == ImageInfo(format: .png, width: 40, height: 30))
         #expect(record.contentType == "image/png")
+        #expect(record.etag == "\"\(expected.count)-\(expected.last!)\"")
+        #expect(record.lastModified == TestHTTPServer.imageLastModified)
         #expect(record.finalURL == url.normalized)
         #expect(record.attempts == 1)
         #expect(fixture.tempFiles.isEmpty)
@@ -59,6 +61,22 @@ struct DownloaderSuccessTests {
         let image = try await fixture.downloader.fetch(fixture.url("/redirect?to=\(encoded)"))
         #expect(image.download?.finalURL == destination)
         #expect(image.download?.image == ImageInfo(format: .jpeg, width: 7, height: 9))
+        }
+    }
+
+    @Test("a body labelled Content-Encoding: gzip is stored as sent: imgd never asks for, nor inflates, encodings")
+    func noContentDecoding() async throws {
+        try await withFixture { fixture in
+        let image = try await fixture.downloader.fetch(fixture.url("/gzip-labelled/z.png?w=9&h=9"))
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: "/img/z.png?w=9&h=9"))
+        }
+    }
+
+    @Test("a slow but steady body is not a stall")
+    func slowBody() async throws {
+        try await withFixture(policy: DownloaderFixture.testPolicy { $0.lowSpeedTime = .seconds(1); $0.lowSpeedLimit = 1000 }) { fixture in
+        let image = try await fixture.downloader.fetch(fixture.url("/img/slow.png?w=40&h=40&slow_bps=20000"))
+        #expect(image.bytes == TestHTTPServer.body(for: "/img/slow.png?w=40&h=40")?.count)
         }
     }
 
