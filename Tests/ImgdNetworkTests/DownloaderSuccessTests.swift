@@ -32,6 +32,19 @@ struct DownloaderSuccessTests {
         }
     }
 
+    @Test("a body larger than the in-memory buffer streams through its temp file and is recorded exactly")
+    func largeBody() async throws {
+        try await withFixture { fixture in
+        let target = "/img/large.png?bytes=1500000"
+        let image = try await fixture.downloader.fetch(fixture.url(target))
+        let expected = try #require(TestHTTPServer.body(for: target))
+        #expect(image.bytes == expected.count)
+        #expect(image.download?.sha256 == SHA256Digest(of: expected))
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == expected)
+        #expect(fixture.tempFiles.isEmpty)
+        }
+    }
+
     @Test("a cached URL is answered from disk without a request")
     func secondFetchComesFromDisk() async throws {
         try await withFixture { fixture in

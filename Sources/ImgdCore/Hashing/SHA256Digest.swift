@@ -1,5 +1,9 @@
 import COpenSSL
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A SHA-256 digest (32 bytes), computed with OpenSSL so it uses the CPU's SHA extensions.
 public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The 32 digest bytes, as four big-endian words (a fixed-size value: no heap allocation).
@@ -16,6 +20,24 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     public init<Bytes: Sequence<UInt8>>(of bytes: Bytes) {
         let array = Array(bytes)
         self = array.withUnsafeBytes { SHA256Digest(of: $0) }
+    }
+
+    /// The digest of the first `count` bytes of an open file, read with `pread` (the file
+    /// offset is left alone), 256 KiB at a time.
+    public init(fileDescriptor: Int32, count: Int) throws(FileReadError) {
+        var hasher = SHA256Hasher()
+        let chunk = 256 * 1024
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = 0
+        while offset < count {
+            let got = pread(fileDescriptor, buffer.baseAddress, min(chunk, count - offset), off_t(offset))
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw FileReadError(errno: got < 0 ? errno : EIO) }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            offset += got
+        }
+        self = hasher.finish()
     }
 
     init(rawBytes: UnsafeRawBufferPointer) {

@@ -2,6 +2,10 @@ import Dispatch
 import ImgdCore
 import ImgdStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A body that arrived whole, with what the response said about it: what the publisher needs to
 /// validate it and give it its final name, moved off the transfer loop in one piece.
 ///
@@ -17,7 +21,6 @@ final class ArrivedBody: @unchecked Sendable {
     /// The temp file holding the rest, for a body larger than the buffer.
     let file: TempFile?
     let bytes: Int
-    let sha256: SHA256Digest
     let finalURL: String
     let status: Int
     let etag: String?
@@ -28,7 +31,7 @@ final class ArrivedBody: @unchecked Sendable {
 
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], file: TempFile?, bytes: Int,
-        sha256: SHA256Digest, finalURL: String, status: Int, etag: String?, lastModified: String?,
+        finalURL: String, status: Int, etag: String?, lastModified: String?,
         contentType: String?, duration: Duration, attempts: Int
     ) {
         self.url = url
@@ -37,7 +40,6 @@ final class ArrivedBody: @unchecked Sendable {
         self.buffer = buffer
         self.file = file
         self.bytes = bytes
-        self.sha256 = sha256
         self.finalURL = finalURL
         self.status = status
         self.etag = etag
@@ -71,15 +73,24 @@ final class BodyPublisher: Sendable {
     /// Checks the body and gives it its final name; on any failure nothing is left behind.
     func publishNow(_ body: ArrivedBody) -> Result<CachedImage, DownloadError> {
         do throws(DownloadError) {
+            // The content digest is taken here, not as bytes arrive, so the transfer thread
+            // spends its time on transfers; this queue runs on the other core.
             let info: ImageInfo
             let file: TempFile
+            let digest: SHA256Digest
             if let existing = body.file {
                 try write(body.buffer, to: existing)
                 info = try validate(FileByteSource(fileDescriptor: existing.fileDescriptor, count: body.bytes))
+                do {
+                    digest = try SHA256Digest(fileDescriptor: existing.fileDescriptor, count: body.bytes)
+                } catch {
+                    throw .disk("cannot read back \(existing.path): \(String(cString: strerror(error.errno)))")
+                }
                 file = existing
             } else {
                 // Small enough to have stayed in memory: check it before it touches the disk.
                 info = try validate(MemoryByteSource(body.buffer))
+                digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
                 do {
                     file = try cache.makeTempFile(for: body.key)
                 } catch {
@@ -90,7 +101,7 @@ final class BodyPublisher: Sendable {
             defer { file.discard() }  // a no-op once published
             let record = DownloadRecord(
                 finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
-                contentType: body.contentType, bytes: body.bytes, sha256: body.sha256, image: info,
+                contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
                 duration: body.duration, attempts: body.attempts)
             do {
                 let path = try cache.publish(file, as: body.key)

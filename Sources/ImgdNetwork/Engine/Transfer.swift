@@ -36,7 +36,6 @@ final class Transfer {
 
     private let maxBodyBytes: Int
     private let addresses: AddressPolicy
-    private var hasher = SHA256Hasher()
     /// Until the format has been recognised from the first bytes.
     private var isSniffing = true
     /// Status of the response delivering the body; read on the first body bytes.
@@ -95,7 +94,7 @@ final class Transfer {
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_PIPEWAIT, true)
-        try easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
+        try easy.set(CURLOPT_BUFFERSIZE, 64 * 1024)
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: me)
@@ -117,7 +116,6 @@ final class Transfer {
         }
         if buffer.capacity == 0 { buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes)) }
         buffer.append(contentsOf: bytes)
-        hasher.update(bytes)
         if isSniffing, file == nil {
             let verdict = buffer.withUnsafeBytes { all in
                 ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: all.prefix(Self.maxSniffBytes)), isComplete: false)
@@ -179,8 +177,6 @@ final class Transfer {
         return false
     }
 
-    /// The SHA-256 of the body written.
-    func finishDigest() -> SHA256Digest { hasher.finish() }
 }
 
 /// `CURLOPT_WRITEFUNCTION`: capture-free, so it can be a C function pointer.

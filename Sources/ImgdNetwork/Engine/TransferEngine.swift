@@ -369,7 +369,7 @@ final class TransferEngine: @unchecked Sendable {
         let job = transfer.job
         return .success(ArrivedBody(
             url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, file: transfer.file,
-            bytes: transfer.bytesReceived, sha256: transfer.finishDigest(),
+            bytes: transfer.bytesReceived,
             finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
