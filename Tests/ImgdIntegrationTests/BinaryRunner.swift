@@ -19,8 +19,13 @@ enum BinaryRunner {
     }()
 
     /// Runs `imgd` with `arguments` in `directory`; kills it if it outlives `timeout`.
-    static func imgd(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> Output {
+    static func imgd(
+        _ arguments: [String], in directory: String, environment: [String: String] = [:], timeout: Duration = .seconds(60)
+    ) async throws -> Output {
         let process = Process()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.executableURL = URL(fileURLWithPath: imgdPath)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)

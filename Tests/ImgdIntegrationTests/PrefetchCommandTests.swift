@@ -62,6 +62,22 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("proxy environment variables are not used silently")
+    func ignoresProxyEnvironment() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("list.txt", server.url("/img/direct.png"))
+        // Were these honoured, every request would go to a port where nothing listens.
+        let dead = "http://127.0.0.1:9"
+        let result = try await BinaryRunner.imgd(
+            ["prefetch", "list.txt", "--cache", "c"], in: scratch.path,
+            environment: ["http_proxy": dead, "HTTP_PROXY": dead, "https_proxy": dead, "ALL_PROXY": dead, "NO_PROXY": ""])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(server.requestCount("/img/direct.png") == 1)
+        try await server.shutdown()
+    }
+
     @Test("several lists are read together")
     func severalLists() async throws {
         let server = try await TestHTTPServer.start()

@@ -144,6 +144,7 @@ struct DownloaderFailureTests {
             let error = try await fixture.failure("/img/a.png")
             #expect(error?.code == "policy_denied")
             #expect(fixture.server.totalRequests == 0)
+            #expect(fixture.downloader.statistics.started == 1, "a refusal is final: no second attempt")
         }
     }
 
