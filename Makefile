@@ -4,8 +4,8 @@
 # Both install the Debian packages they need first, when missing.
 
 SWIFT ?= swift
-# Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, through pkg-config.
-BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev pkg-config
+# Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, through pkg-config.
+BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev pkg-config
 # The tests also drive the curl command-line tool against their own server.
 TEST_PACKAGES := curl
 LIST ?=

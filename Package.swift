@@ -28,6 +28,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         /// Typed, non-variadic wrappers for libcurl's variadic calls (Swift cannot call C varargs).
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
 
@@ -36,9 +39,14 @@ let package = Package(
         .target(
             name: "ImgdCore", dependencies: ["CCurlShim", "COpenSSL"],
             swiftSettings: swiftSettings),
-        /// The on-disk cache: layout, temp files, publishing by rename.
+        /// The cache: the folder on disk (layout, temp files, publishing by rename), its SQLite
+        /// index, eviction, and the memory tier.
         .target(
-            name: "ImgdStore", dependencies: ["ImgdCore"],
+            name: "ImgdStore", dependencies: ["ImgdCore", "CSQLite"],
+            swiftSettings: swiftSettings),
+        /// The operating system's signals: memory pressure (PSI, systemd's MemoryPressureWatch).
+        .target(
+            name: "ImgdSystem", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
         /// The downloader: libcurl's multi interface on one thread, scheduling, retries, coalescing.
         .target(
@@ -76,6 +84,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdNetworkTests",

@@ -15,15 +15,15 @@ import Synchronization
 ///
 /// Call ``shutdown()`` when done: it cancels what is left and stops the engine's thread.
 public final class Downloader: Sendable {
-    /// The cache folder downloads go to.
-    public let cache: CacheDirectory
+    /// The disk tier downloads go to.
+    public let cache: DiskCache
     /// The limits in force.
     public let policy: DownloadPolicy
     private let engine: TransferEngine
     private let submitterSerial = Atomic<UInt64>(0)
 
     /// Starts a downloader writing into `cache` under `policy`.
-    public init(cache: CacheDirectory, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
+    public init(cache: DiskCache, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
@@ -78,11 +78,12 @@ public final class Downloader: Sendable {
         }
     }
 
-    /// The image for `url` if its file is already in the cache.
+    /// The image for `url` if the disk tier has it (checked: see ``DiskCache/lookup(_:)``).
     private func cachedImage(for url: ImageURL) -> CachedImage? {
         let key = url.cacheKey
-        guard let size = cache.existingSize(of: key) else { return nil }
-        return CachedImage(url: url, key: key, path: cache.path(for: key), bytes: size, source: .disk, download: nil)
+        guard let found = cache.lookup(key) else { return nil }
+        cache.index.recordAccess(key, at: WallClock.nowMilliseconds())
+        return CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
     }
 
     /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.

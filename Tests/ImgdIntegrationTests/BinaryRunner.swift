@@ -90,7 +90,7 @@ struct ScratchFolder {
         var found: [String] = []
         while let item = enumerator?.nextObject() as? String {
             var isFolder: ObjCBool = false
-            if !item.hasPrefix("tmp"), FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isFolder), !isFolder.boolValue {
+            if !item.hasPrefix("tmp"), !item.hasPrefix("index.sqlite"), item != "lock", FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isFolder), !isFolder.boolValue {
                 found.append(item)
             }
         }

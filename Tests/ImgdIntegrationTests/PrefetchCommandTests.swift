@@ -78,6 +78,26 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("a second imgd on the same cache exits with a clear message; the first is unharmed")
+    func singleInstance() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("held.txt", server.url("/img/held.png?gate=go"))
+        try scratch.write("other.txt", server.url("/img/other.png"))
+        let first = try BinaryRunner.launch(["prefetch", "held.txt", "--cache", "c"], in: scratch.path)
+        #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(20)))
+        let second = try await BinaryRunner.imgd(["prefetch", "other.txt", "--cache", "c"], in: scratch.path)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another imgd (pid \(first.processIdentifier)) is using this cache"))
+        #expect(server.requestCount("/img/other.png") == 0)
+        server.openGate("go")
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0)
+        #expect(scratch.files(under: "c").count == 1)
+        try await server.shutdown()
+    }
+
     @Test("several lists are read together")
     func severalLists() async throws {
         let server = try await TestHTTPServer.start()

@@ -159,17 +159,18 @@ struct DownloaderFailureTests {
 
     @Test("disk: a full filesystem fails the URL and damages nothing cached", .enabled(if: TmpfsMount.isAvailable))
     func diskFull() async throws {
-        let mount = try TmpfsMount(bytes: 512 * 1024)
+        let mount = try TmpfsMount(bytes: 768 * 1024)
         defer { mount.unmount() }
         let server = try await TestHTTPServer.start()
-        let cache = try CacheDirectory(root: mount.path + "/cache")
-        let downloader = try Downloader(cache: cache, policy: Self.oneAttempt)
+        let disk = try DiskCache(root: mount.path + "/cache")
+        let cache = disk.directory
+        let downloader = try Downloader(cache: disk, policy: Self.oneAttempt)
         let small = try ImageURL(server.url("/img/small.png?w=10&h=10"))
         let kept = try await downloader.fetch(small)
         let big = try ImageURL(server.url("/img/big.png?bytes=2000000"))
         do {
             _ = try await downloader.fetch(big)
-            Issue.record("a 2 MB body cannot fit a 512 KiB filesystem")
+            Issue.record("a 2 MB body cannot fit a 768 KiB filesystem")
         } catch {
             #expect(error.code == "disk")
             #expect(error.message.contains("No space left on device"))
@@ -179,7 +180,9 @@ struct DownloaderFailureTests {
         // Space is free again: the next download works.
         let after = try await downloader.fetch(ImageURL(server.url("/img/after.png?w=10&h=10")))
         #expect(after.source == .network)
+        #expect(disk.lookup(kept.key)?.entry.bytes == kept.bytes, "the index still has the older entry")
         await downloader.shutdown()
+        try disk.close()
         try await server.shutdown()
     }
 }

@@ -181,7 +181,9 @@ import Testing
         #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(5)))
         let start = ContinuousClock.now
         try await server.shutdown()
-        #expect(ContinuousClock.now - start < .seconds(3))
+        // A guard against hanging, not a speed check: on a loaded 2-core machine closing the
+        // event loops can take seconds.
+        #expect(ContinuousClock.now - start < .seconds(30))
         let result = try await run.value
         #expect(result.exitCode == 18, "the close cut the body short")
         #expect(result.bodies[0].count == 5)

@@ -73,17 +73,22 @@ struct PrefetchCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console()
         let started = ContinuousClock.now
-        let directory: CacheDirectory
+        let disk: DiskCache
         let downloader: Downloader
         do {
-            directory = try CacheDirectory(root: cache)
-            downloader = try Downloader(cache: directory, policy: policy)
+            disk = try DiskCache(root: cache)
+            downloader = try Downloader(cache: disk, policy: policy)
         } catch {
             console.message("imgd: \(error)")
             throw ExitCode(1)
         }
         let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()
         await downloader.shutdown()
+        do {
+            try disk.close()
+        } catch {
+            console.message("imgd: closing the cache index failed, ignoring (the next start verifies entries): \(error)")
+        }
         console.output(PrefetchRun.summary(counts, lists: lists.count, duration: .now - started))
         if counts.failed > 0 { throw ExitCode(1) }
     }

@@ -40,6 +40,22 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         self = hasher.finish()
     }
 
+    /// A digest from its 32 bytes (as stored in the index); nil for any other length.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        self = bytes.withUnsafeBytes { SHA256Digest(rawBytes: $0) }
+    }
+
+    /// The 32 digest bytes.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for word in [words.0, words.1, words.2, words.3] {
+            withUnsafeBytes(of: word.bigEndian) { out.append(contentsOf: $0) }
+        }
+        return out
+    }
+
     init(rawBytes: UnsafeRawBufferPointer) {
         precondition(rawBytes.count == 32)
         func word(_ index: Int) -> UInt64 {

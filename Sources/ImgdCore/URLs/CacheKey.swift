@@ -6,6 +6,11 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// The digest this key is made of.
     public let digest: SHA256Digest
 
+    /// The key whose digest is `digest` (as read back from the index).
+    public init(digest: SHA256Digest) {
+        self.digest = digest
+    }
+
     /// The key of `url`.
     public init(url: ImageURL) {
         digest = SHA256Digest(of: url.normalized.utf8)

@@ -1,6 +1,7 @@
 import Dispatch
 import ImgdCore
 import ImgdStore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -50,24 +51,79 @@ final class ArrivedBody: @unchecked Sendable {
     }
 }
 
-/// Validates arrived bodies and publishes them into the cache folder, on its own serial queue,
-/// so the transfer loop goes straight back to moving bytes while the disk work of the previous
-/// image (create, write, rename) proceeds on the other core.
-final class BodyPublisher: Sendable {
-    private let queue = DispatchQueue(label: "imgd-publisher")
-    private let cache: CacheDirectory
-    private let validator: ImageValidator
+/// Validates arrived bodies and publishes them into the cache, on its own serial queue, so the
+/// transfer loop goes straight back to moving bytes while the disk work of the previous image
+/// (create, write, rename, index row) proceeds on the other core.
+///
+/// Index rows are written in batches: one transaction when the queue runs dry or every
+/// ``maxBatch`` images, and only then are those images reported done, so a caller told "cached"
+/// always finds the row.
+///
+/// `@unchecked Sendable`: the batch (`pendingRows`, `pendingDeliveries`) is touched only on
+/// `queue`; `waiting` is atomic.
+final class BodyPublisher: @unchecked Sendable {
+    typealias Completion = @Sendable (ArrivedBody, Result<CachedImage, DownloadError>) -> Void
 
-    init(cache: CacheDirectory, validator: ImageValidator) {
-        self.cache = cache
+    /// Rows written per transaction at most.
+    static let maxBatch = 256
+
+    private let queue = DispatchQueue(label: "imgd-publisher")
+    private let disk: DiskCache
+    private var cache: CacheDirectory { disk.directory }
+    private let validator: ImageValidator
+    /// Bodies handed over and not yet processed: zero means the queue is about to go idle.
+    private let waiting = Atomic<Int>(0)
+    private var pendingRows: [IndexEntry] = []
+    private var pendingDeliveries: [(ArrivedBody, CachedImage, Completion)] = []
+
+    init(cache: DiskCache, validator: ImageValidator) {
+        self.disk = cache
         self.validator = validator
     }
 
-    /// Validates and publishes `body`, then calls `completion` (on the publisher's queue).
-    func publish(_ body: ArrivedBody, completion: @escaping @Sendable (ArrivedBody, Result<CachedImage, DownloadError>) -> Void) {
+    /// Validates and publishes `body`, then calls `completion` (on the publisher's queue) once
+    /// its index row is committed, or at once on failure.
+    func publish(_ body: ArrivedBody, completion: @escaping Completion) {
+        waiting.add(1, ordering: .relaxed)
         queue.async { [self] in
-            completion(body, publishNow(body))
+            switch publishNow(body) {
+            case .success(let image):
+                pendingRows.append(Self.indexEntry(for: image))
+                pendingDeliveries.append((body, image, completion))
+            case .failure(let error):
+                completion(body, .failure(error))
+            }
+            let remaining = waiting.subtract(1, ordering: .relaxed).newValue
+            if remaining == 0 || pendingRows.count >= Self.maxBatch { commit() }
         }
+    }
+
+    /// Writes the pending rows in one transaction and reports their images done. If the index
+    /// refuses (a full disk, say), the files go too and their jobs fail with `disk`.
+    private func commit() {
+        guard !pendingRows.isEmpty else { return }
+        let deliveries = pendingDeliveries
+        do {
+            try disk.record(pendingRows)
+            for (body, image, completion) in deliveries { completion(body, .success(image)) }
+        } catch {
+            for (body, image, completion) in deliveries {
+                disk.drop(image.key)
+                completion(body, .failure(.disk("cannot record \(image.url) in the cache index: \(error)")))
+            }
+        }
+        pendingRows.removeAll(keepingCapacity: true)
+        pendingDeliveries.removeAll(keepingCapacity: true)
+    }
+
+    private static func indexEntry(for image: CachedImage) -> IndexEntry {
+        let record = image.download!
+        let now = WallClock.nowMilliseconds()
+        return IndexEntry(
+            key: image.key, url: image.url.normalized, bytes: image.bytes, sha256: record.sha256,
+            format: record.image.format, width: record.image.width, height: record.image.height,
+            etag: record.etag, lastModified: record.lastModified, contentType: record.contentType,
+            fetchedAt: now, lastAccess: now)
     }
 
     /// Checks the body and gives it its final name; on any failure nothing is left behind.

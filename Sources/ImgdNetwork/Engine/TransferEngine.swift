@@ -85,7 +85,7 @@ final class TransferEngine: @unchecked Sendable {
     private var idleHandles: [CurlEasy] = []
     private var counters = DownloaderStatistics()
 
-    init(policy: DownloadPolicy, cache: CacheDirectory) throws(CurlSetupError) {
+    init(policy: DownloadPolicy, cache: DiskCache) throws(CurlSetupError) {
         guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
         let multi = try CurlMulti()
         // Our own caps decide what runs; these only keep libcurl's connection pool in proportion.
@@ -95,7 +95,7 @@ final class TransferEngine: @unchecked Sendable {
         self.multi = multi
         self.waker = multi.waker
         self.policy = policy
-        self.cache = cache
+        self.cache = cache.directory
         self.publisher = BodyPublisher(cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels))
     }
 

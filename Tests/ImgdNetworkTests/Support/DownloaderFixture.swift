@@ -11,7 +11,9 @@ import Testing
 struct DownloaderFixture {
     let server: TestHTTPServer
     let cacheRoot: String
-    let cache: CacheDirectory
+    let disk: DiskCache
+    /// The cache folder (the disk tier's files).
+    var cache: CacheDirectory { disk.directory }
     let downloader: Downloader
 
     /// A policy for tests: the defaults, with timeouts and back-off short enough for a test.
@@ -29,8 +31,8 @@ struct DownloaderFixture {
         if let server { self.server = server } else { self.server = try await TestHTTPServer.start() }
         cacheRoot = FileManager.default.temporaryDirectory
             .appendingPathComponent("imgd-test-\(UUID().uuidString)").path
-        cache = try CacheDirectory(root: cacheRoot)
-        downloader = try Downloader(cache: cache, policy: policy)
+        disk = try DiskCache(root: cacheRoot)
+        downloader = try Downloader(cache: disk, policy: policy)
     }
 
     func url(_ pathAndQuery: String) throws -> ImageURL { try ImageURL(server.url(pathAndQuery)) }
@@ -49,6 +51,7 @@ struct DownloaderFixture {
             return nil
         } catch {
             #expect(cache.existingSize(of: url.cacheKey) == nil, "a failed URL must leave no cached file", sourceLocation: sourceLocation)
+            #expect(disk.lookup(url.cacheKey) == nil, "nor an index row", sourceLocation: sourceLocation)
             return error
         }
     }
@@ -61,7 +64,7 @@ struct DownloaderFixture {
         let enumerator = FileManager.default.enumerator(atPath: cacheRoot)
         var files: [String] = []
         while let path = enumerator?.nextObject() as? String {
-            guard !path.hasPrefix("tmp") else { continue }
+            guard !path.hasPrefix("tmp"), !path.hasPrefix("index.sqlite"), path != "lock" else { continue }
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: cacheRoot + "/" + path, isDirectory: &isFolder), !isFolder.boolValue {
                 files.append(path)
@@ -72,6 +75,7 @@ struct DownloaderFixture {
 
     func close() async throws {
         await downloader.shutdown()
+        try disk.close()
         try await server.shutdown()
         try? FileManager.default.removeItem(atPath: cacheRoot)
     }

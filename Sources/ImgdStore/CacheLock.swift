@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Makes one imgd at a time own a cache folder: an exclusive `flock` on `<cache>/lock`, held
+/// for the process's life (the kernel drops it when the process dies, however it dies).
+/// The holder's pid is written into the file so the refusal can name it.
+public final class CacheLock: Sendable {
+    /// The lock file.
+    public let path: String
+    private let descriptor: Int32
+
+    /// Takes the lock, or throws ``CacheLockError/held(path:pid:)`` at once if another process has it.
+    public init(path: String) throws(CacheLockError) {
+        self.path = path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw .cannotOpen(path: path, errno: errno) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            var text = [UInt8](repeating: 0, count: 32)
+            let got = pread(fd, &text, text.count, 0)
+            close(fd)
+            guard code == EWOULDBLOCK else { throw .cannotOpen(path: path, errno: code) }
+            let holder = got > 0 ? Int32(String(decoding: text[0..<got], as: UTF8.self).split(separator: "\n").first ?? "") : nil
+            throw .held(path: path, pid: holder)
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+}
+
+/// Why the cache lock could not be taken.
+public enum CacheLockError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Another process holds it.
+    case held(path: String, pid: Int32?)
+    /// The lock file could not be opened or locked.
+    case cannotOpen(path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .held(let path, let pid):
+            "another imgd\(pid.map { " (pid \($0))" } ?? "") is using this cache (lock \(path) is held); stop it, or give this one another --cache"
+        case .cannotOpen(let path, let code):
+            "cannot lock \(path): \(String(cString: strerror(code)))"
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import ImgdCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The disk tier: the cache folder, its index and its lock, as one thing.
+///
+/// - Opening takes the single-instance lock (`<cache>/lock`), opens the folder (emptying
+///   `tmp/`) and the index (`<cache>/index.sqlite`); nothing is scanned.
+/// - ``lookup(_:)`` trusts a file only when its index row says so: the size must match on every
+///   read, and an entry written before an unclean shutdown has its SHA-256 checked on first use.
+///   A bad entry is dropped (row first, then file) and reported as a miss.
+/// - ``record(_:)`` is called after a file has been renamed into place, never before.
+public final class DiskCache: Sendable {
+    /// Files and temp files.
+    public let directory: CacheDirectory
+    /// One row per entry.
+    public let index: CacheIndex
+    private let lock: CacheLock
+
+    /// Opens the cache at `root`, creating it if needed.
+    public init(root: String) throws(DiskCacheError) {
+        do {
+            directory = try CacheDirectory(root: root)
+        } catch {
+            throw .folder(error)
+        }
+        do {
+            lock = try CacheLock(path: root + "/lock")
+        } catch {
+            throw .locked(error)
+        }
+        do {
+            index = try CacheIndex(path: root + "/index.sqlite")
+        } catch {
+            throw .index(error)
+        }
+    }
+
+    /// The cached entry for `key`, checked (see the type's notes), or nil.
+    public func lookup(_ key: CacheKey) -> CachedEntry? {
+        guard let row = try? index.entry(for: key) else { return nil }
+        let path = directory.path(for: key)
+        guard directory.existingSize(of: key) == row.bytes else {
+            drop(key)
+            return nil
+        }
+        if row.needsVerification {
+            guard verify(row, at: path) else {
+                drop(key)
+                return nil
+            }
+            try? index.markVerified(key)
+        }
+        return CachedEntry(entry: row, path: path)
+    }
+
+    /// Records entries whose files are in place.
+    public func record(_ entries: [IndexEntry]) throws(SQLiteError) {
+        try index.insert(entries)
+    }
+
+    /// Removes `key`'s row, then its file.
+    public func drop(_ key: CacheKey) {
+        try? index.remove([key])
+        unlink(directory.path(for: key))
+    }
+
+    /// Flushes access times and records a clean shutdown.
+    public func close() throws(SQLiteError) {
+        try index.close()
+    }
+
+    private func verify(_ row: IndexEntry, at path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        return (try? SHA256Digest(fileDescriptor: fd, count: row.bytes)) == row.sha256
+    }
+}
+
+/// An entry found in the disk tier: its record and its file.
+public struct CachedEntry: Sendable, Equatable {
+    public let entry: IndexEntry
+    /// Absolute path of the file.
+    public let path: String
+}
+
+/// Why the disk tier could not be opened.
+public enum DiskCacheError: Error, Sendable, CustomStringConvertible {
+    /// The folder could not be created or opened.
+    case folder(StoreError)
+    /// Another imgd holds the cache (or the lock file is unusable).
+    case locked(CacheLockError)
+    /// The index could not be opened (corrupt, unwritable, disk full).
+    case index(SQLiteError)
+
+    public var description: String {
+        switch self {
+        case .folder(let error): "\(error)"
+        case .locked(let error): "\(error)"
+        case .index(let error): "cannot open the cache index: \(error)"
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import CSQLite
+import ImgdCore
+import Synchronization
+
+/// The cache's index: one SQLite row per entry, in `<cache>/index.sqlite` (WAL).
+///
+/// A row is written only after its file has been renamed into place, so a row never points at
+/// a partial file (a crash can leave a file without a row, which the reconcile removes).
+/// Lookups use their own connection, so they never queue behind a batch of writes; WAL lets
+/// them read while a write commits. Access times are batched in memory and written in one
+/// transaction by ``flushAccesses()`` (the owner calls it every few seconds and at shutdown).
+///
+/// Unclean shutdowns are detected with a flag set at open and cleared at ``close()``: after
+/// one, every row written before is marked as needing its SHA-256 checked before first use.
+/// This costs nothing at start (a generation number is bumped, no row is touched).
+///
+/// The two connections and the pending access times are each behind their own mutex.
+public final class CacheIndex: Sendable {
+    /// The index file.
+    public let path: String
+    /// False when the previous run did not close the index (a crash, kill -9, power loss).
+    public let previousShutdownWasClean: Bool
+    /// Rows verified (or written) before this generation need verification.
+    private let generation: Int
+    private let writer: Mutex<SQLiteConnection>
+    private let reader: Mutex<SQLiteConnection>
+    private let pendingAccesses = Mutex<[CacheKey: (time: Int, hits: Int)]>([:])
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS entries (
+            key BLOB PRIMARY KEY NOT NULL,
+            url TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 BLOB NOT NULL,
+            format TEXT NOT NULL,
+            width INTEGER,
+            height INTEGER,
+            etag TEXT,
+            last_modified TEXT,
+            content_type TEXT,
+            fetched_at INTEGER NOT NULL,
+            last_access INTEGER NOT NULL,
+            hit_count INTEGER NOT NULL DEFAULT 0,
+            pinned_until INTEGER,
+            verified_generation INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS entries_by_last_access ON entries(last_access);
+        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS totals (
+            id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+        INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
+        CREATE TRIGGER IF NOT EXISTS entries_counted_in AFTER INSERT ON entries BEGIN
+            UPDATE totals SET entries = entries + 1, bytes = bytes + NEW.bytes WHERE id = 0; END;
+        CREATE TRIGGER IF NOT EXISTS entries_counted_out AFTER DELETE ON entries BEGIN
+            UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE id = 0; END;
+        CREATE TRIGGER IF NOT EXISTS entries_recounted AFTER UPDATE OF bytes ON entries BEGIN
+            UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 0; END;
+        """
+
+    /// Opens (creating if needed) the index at `path`.
+    public init(path: String) throws(SQLiteError) {
+        self.path = path
+        let writer = try SQLiteConnection(path: path)
+        try writer.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try writer.execute(Self.schema)
+        let (clean, generation): (Bool, Int) = try writer.transaction { () throws(SQLiteError) in
+            let clean = try Self.meta(writer, "clean") ?? 1
+            var generation = try Self.meta(writer, "generation") ?? 1
+            if clean == 0 { generation += 1 }
+            try Self.setMeta(writer, "generation", generation)
+            try Self.setMeta(writer, "clean", 0)
+            return (clean != 0, generation)
+        }
+        self.previousShutdownWasClean = clean
+        self.generation = generation
+        let reader = try SQLiteConnection(path: path)
+        self.writer = Mutex(writer)
+        self.reader = Mutex(reader)
+    }
+
+    // MARK: - Reading
+
+    /// The entry for `key`, or nil.
+    public func entry(for key: CacheKey) throws(SQLiteError) -> IndexEntry? {
+        try reader.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("SELECT \(Self.columns) FROM entries WHERE key = ?1")
+            defer { statement.reset() }  // an unfinished statement would pin an old snapshot
+            key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+            guard try statement.step() else { return nil }
+            return Self.entry(from: statement, generation: generation)
+        }
+    }
+
+    /// Entries and bytes recorded, kept up to date by triggers (no scan).
+    public func totals() throws(SQLiteError) -> (entries: Int, bytes: Int) {
+        try reader.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("SELECT entries, bytes FROM totals WHERE id = 0")
+            defer { statement.reset() }
+            guard try statement.step() else { return (0, 0) }
+            return (statement.int(0), statement.int(1))
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Records `entries` (replacing rows with the same key) in one transaction.
+    public func insert(_ entries: [IndexEntry]) throws(SQLiteError) {
+        guard !entries.isEmpty else { return }
+        try writer.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let statement = try connection.statement("""
+                    INSERT INTO entries (key, url, bytes, sha256, format, width, height, etag, last_modified,
+                        content_type, fetched_at, last_access, hit_count, pinned_until, verified_generation)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                    ON CONFLICT (key) DO UPDATE SET url = excluded.url, bytes = excluded.bytes,
+                        sha256 = excluded.sha256, format = excluded.format, width = excluded.width,
+                        height = excluded.height, etag = excluded.etag, last_modified = excluded.last_modified,
+                        content_type = excluded.content_type, fetched_at = excluded.fetched_at,
+                        last_access = excluded.last_access, verified_generation = excluded.verified_generation
+                    """)
+                for entry in entries {
+                    statement.reset()
+                    entry.key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+                    statement.bind(2, entry.url)
+                    statement.bind(3, entry.bytes)
+                    entry.sha256.bytes.withUnsafeBytes { statement.bind(4, bytes: $0) }
+                    statement.bind(5, entry.format.rawValue)
+                    statement.bind(6, entry.width)
+                    statement.bind(7, entry.height)
+                    statement.bind(8, entry.etag)
+                    statement.bind(9, entry.lastModified)
+                    statement.bind(10, entry.contentType)
+                    statement.bind(11, entry.fetchedAt)
+                    statement.bind(12, entry.lastAccess)
+                    statement.bind(13, entry.hitCount)
+                    statement.bind(14, entry.pinnedUntil)
+                    statement.bind(15, generation)
+                    try statement.step()
+                }
+            }
+        }
+    }
+
+    /// Removes the rows of `keys` (their files are the caller's to delete, after this).
+    public func remove(_ keys: [CacheKey]) throws(SQLiteError) {
+        guard !keys.isEmpty else { return }
+        try writer.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let statement = try connection.statement("DELETE FROM entries WHERE key = ?1")
+                for key in keys {
+                    statement.reset()
+                    key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+                    try statement.step()
+                }
+            }
+        }
+    }
+
+    /// Marks `key`'s content as checked in this generation.
+    public func markVerified(_ key: CacheKey) throws(SQLiteError) {
+        try writer.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE entries SET verified_generation = ?2 WHERE key = ?1")
+            key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+            statement.bind(2, generation)
+            try statement.step()
+        }
+    }
+
+    /// Notes a hit on `key` at `time` (milliseconds since 1970); written by ``flushAccesses()``.
+    public func recordAccess(_ key: CacheKey, at time: Int) {
+        pendingAccesses.withLock { pending in
+            let previous = pending[key]
+            pending[key] = (max(time, previous?.time ?? 0), (previous?.hits ?? 0) + 1)
+        }
+    }
+
+    /// Writes every pending access time in one transaction. Returns how many rows it touched.
+    @discardableResult
+    public func flushAccesses() throws(SQLiteError) -> Int {
+        let pending = pendingAccesses.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        guard !pending.isEmpty else { return 0 }
+        return try writer.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let statement = try connection.statement(
+                    "UPDATE entries SET last_access = max(last_access, ?2), hit_count = hit_count + ?3 WHERE key = ?1")
+                var touched = 0
+                for (key, access) in pending {
+                    statement.reset()
+                    key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+                    statement.bind(2, access.time)
+                    statement.bind(3, access.hits)
+                    try statement.step()
+                    touched += connection.changes
+                }
+                return touched
+            }
+        }
+    }
+
+    /// Flushes access times and records a clean shutdown. The index must not be used afterwards.
+    public func close() throws(SQLiteError) {
+        try flushAccesses()
+        try writer.withLock { connection throws(SQLiteError) in
+            try Self.setMeta(connection, "clean", 1)
+            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+
+    // MARK: - Rows
+
+    private static let columns = """
+        key, url, bytes, sha256, format, width, height, etag, last_modified, content_type, fetched_at,
+        last_access, hit_count, pinned_until, verified_generation
+        """
+
+    private static func entry(from row: SQLiteStatement, generation: Int) -> IndexEntry? {
+        guard let digest = SHA256Digest(bytes: row.bytes(0)), let sha = SHA256Digest(bytes: row.bytes(3)),
+            let format = row.string(4).flatMap(ImageFormat.init(rawValue:))
+        else { return nil }
+        return IndexEntry(
+            key: CacheKey(digest: digest), url: row.string(1) ?? "", bytes: row.int(2), sha256: sha, format: format,
+            width: row.optionalInt(5), height: row.optionalInt(6), etag: row.string(7), lastModified: row.string(8),
+            contentType: row.string(9), fetchedAt: row.int(10), lastAccess: row.int(11), hitCount: row.int(12),
+            pinnedUntil: row.optionalInt(13), needsVerification: row.int(14) < generation)
+    }
+
+    private static func meta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) -> Int? {
+        let statement = try connection.statement("SELECT value FROM meta WHERE name = ?1")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        return try statement.step() ? statement.int(0) : nil
+    }
+
+    private static func setMeta(_ connection: SQLiteConnection, _ name: String, _ value: Int) throws(SQLiteError) {
+        let statement = try connection.statement(
+            "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+        statement.bind(1, name)
+        statement.bind(2, value)
+        try statement.step()
+    }
+}

@@ -1,0 +1,49 @@
+import ImgdCore
+
+/// One cache entry as the index records it.
+public struct IndexEntry: Sendable, Equatable {
+    public var key: CacheKey
+    /// The normalised URL the entry was fetched from.
+    public var url: String
+    /// Size of the file on disk; checked on every read.
+    public var bytes: Int
+    /// SHA-256 of the file's content.
+    public var sha256: SHA256Digest
+    public var format: ImageFormat
+    public var width: Int?
+    public var height: Int?
+    public var etag: String?
+    public var lastModified: String?
+    public var contentType: String?
+    /// Wall-clock times, in milliseconds since 1970.
+    public var fetchedAt: Int
+    public var lastAccess: Int
+    public var hitCount: Int
+    /// Not evicted by size or age before this time (milliseconds since 1970), when set.
+    public var pinnedUntil: Int?
+    /// True when the entry was written before an unclean shutdown and its content has not been
+    /// verified since: check its SHA-256 before serving it.
+    public var needsVerification: Bool
+
+    public init(
+        key: CacheKey, url: String, bytes: Int, sha256: SHA256Digest, format: ImageFormat, width: Int?, height: Int?,
+        etag: String?, lastModified: String?, contentType: String?, fetchedAt: Int, lastAccess: Int,
+        hitCount: Int = 0, pinnedUntil: Int? = nil, needsVerification: Bool = false
+    ) {
+        self.key = key
+        self.url = url
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.format = format
+        self.width = width
+        self.height = height
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentType = contentType
+        self.fetchedAt = fetchedAt
+        self.lastAccess = lastAccess
+        self.hitCount = hitCount
+        self.pinnedUntil = pinnedUntil
+        self.needsVerification = needsVerification
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import ImgdCore
+import Testing
+
+@testable import ImgdStore
+
+@Suite("Cache index and disk tier")
+struct CacheIndexTests {
+    private func scratch() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("imgd-index-\(UUID().uuidString)").path
+    }
+
+    private func entry(_ name: String, bytes: Int = 100, content: [UInt8]? = nil) throws -> IndexEntry {
+        let url = try ImageURL("http://example.com/\(name).png")
+        return IndexEntry(
+            key: url.cacheKey, url: url.normalized, bytes: bytes,
+            sha256: SHA256Digest(of: content ?? Array(repeating: 1, count: bytes)), format: .png, width: 8, height: 6,
+            etag: "\"e\"", lastModified: nil, contentType: "image/png", fetchedAt: 1_000, lastAccess: 1_000)
+    }
+
+    @Test("rows round-trip; totals follow inserts, replacements and removals without a scan")
+    func roundTripAndTotals() throws {
+        let folder = scratch()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let index = try CacheIndex(path: folder + "/index.sqlite")
+        let a = try entry("a", bytes: 100), b = try entry("b", bytes: 250)
+        try index.insert([a, b])
+        #expect(try index.entry(for: a.key) == a)
+        #expect(try index.totals() == (2, 350))
+        var bigger = a
+        bigger.bytes = 400
+        try index.insert([bigger])
+        #expect(try index.totals() == (2, 650))
+        try index.remove([b.key])
+        #expect(try index.totals() == (1, 400))
+        #expect(try index.entry(for: b.key) == nil)
+        try index.close()
+    }
+
+    @Test("access times are batched: nothing is written until a flush, then one row per key")
+    func batchedAccess() throws {
+        let folder = scratch()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let index = try CacheIndex(path: folder + "/index.sqlite")
+        let a = try entry("a")
+        try index.insert([a])
+        index.recordAccess(a.key, at: 5_000)
+        index.recordAccess(a.key, at: 7_000)
+        index.recordAccess(a.key, at: 6_000)
+        #expect(try index.entry(for: a.key)?.lastAccess == 1_000)
+        #expect(try index.flushAccesses() == 1)
+        let row = try #require(try index.entry(for: a.key))
+        #expect(row.lastAccess == 7_000)
+        #expect(row.hitCount == 3)
+        #expect(try index.flushAccesses() == 0)
+        try index.close()
+    }
+
+    @Test("after an unclean shutdown, older rows need verification; a clean close trusts them again")
+    func uncleanShutdown() throws {
+        let folder = scratch()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/index.sqlite"
+        let a = try entry("a")
+        do {
+            let index = try CacheIndex(path: path)
+            #expect(index.previousShutdownWasClean)
+            try index.insert([a])
+            // No close(): the process "dies" here.
+        }
+        let afterCrash = try CacheIndex(path: path)
+        #expect(!afterCrash.previousShutdownWasClean)
+        #expect(try afterCrash.entry(for: a.key)?.needsVerification == true)
+        try afterCrash.markVerified(a.key)
+        #expect(try afterCrash.entry(for: a.key)?.needsVerification == false)
+        try afterCrash.close()
+        let clean = try CacheIndex(path: path)
+        #expect(clean.previousShutdownWasClean)
+        #expect(try clean.entry(for: a.key)?.needsVerification == false)
+        try clean.close()
+    }
+
+    @Test("the disk tier drops an entry whose file size is wrong, and one whose content fails its SHA-256 after a crash")
+    func lookupChecks() throws {
+        let root = scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let content = Array("pretend png".utf8)
+        let good = try entry("good", bytes: content.count, content: content)
+        let resized = try entry("resized", bytes: content.count, content: content)
+        let corrupt = try entry("corrupt", bytes: content.count, content: content)
+        do {
+            let disk = try DiskCache(root: root)
+            for item in [good, resized, corrupt] {
+                let file = try disk.directory.makeTempFile(for: item.key)
+                try content.withUnsafeBytes { try file.write($0) }
+                try disk.directory.publish(file, as: item.key)
+            }
+            try disk.record([good, resized, corrupt])
+            #expect(disk.lookup(good.key) != nil)
+            // Crash without close(); meanwhile the files change behind imgd's back.
+        }
+        try Data("pretend png, longer".utf8).write(to: URL(fileURLWithPath: root + "/" + resized.key.relativePath))
+        try Data("pretend pnG".utf8).write(to: URL(fileURLWithPath: root + "/" + corrupt.key.relativePath))
+        let disk = try DiskCache(root: root)
+        #expect(disk.lookup(good.key)?.entry.needsVerification == true, "verified on this first use…")
+        #expect(disk.lookup(good.key)?.entry.needsVerification == false, "…and trusted afterwards")
+        #expect(disk.lookup(resized.key) == nil)
+        #expect(disk.lookup(corrupt.key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: root + "/" + corrupt.key.relativePath))
+        #expect(try disk.index.totals() == (1, content.count))
+        try disk.close()
+    }
+
+    @Test("a second owner of the same cache is refused with a message naming the holder")
+    func singleInstance() throws {
+        let root = scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let first = try DiskCache(root: root)
+        #expect {
+            _ = try DiskCache(root: root)
+        } throws: { error in
+            "\(error)".contains("another imgd (pid \(getpid())) is using this cache")
+        }
+        try first.close()
+    }
+}
