@@ -51,69 +51,106 @@ final class ArrivedBody: @unchecked Sendable {
     }
 }
 
+/// What became of one arrived body.
+struct PublishOutcome: Sendable {
+    let key: CacheKey
+    let jobSerial: UInt64
+    let result: Result<CachedImage, DownloadError>
+}
+
 /// Validates arrived bodies and publishes them into the cache, on its own serial queue, so the
 /// transfer loop goes straight back to moving bytes while the disk work of the previous image
 /// (create, write, rename, index row) proceeds on the other core.
 ///
-/// Index rows are written in batches: one transaction when the queue runs dry or every
-/// ``maxBatch`` images, and only then are those images reported done, so a caller told "cached"
-/// always finds the row.
+/// Outcomes are reported in batches, each after one index transaction: when ``maxBatch`` images
+/// are pending, or when the queue runs dry with at least ``minBatch`` pending, or
+/// ``commitDelay`` after the first pending one. A caller told "cached" always finds the row;
+/// the engine is woken once per batch rather than once per image.
 ///
-/// `@unchecked Sendable`: the batch (`pendingRows`, `pendingDeliveries`) is touched only on
-/// `queue`; `waiting` is atomic.
+/// ``backlog`` counts bodies handed over and not yet written out (they hold memory). The
+/// engine stops starting transfers while it is long and asks to be woken once it has halved.
+///
+/// `@unchecked Sendable`: the batch (`pendingRows`, `pendingOutcomes`, `isCommitScheduled`)
+/// is touched only on `queue`; the counters are atomic.
 final class BodyPublisher: @unchecked Sendable {
-    typealias Completion = @Sendable (ArrivedBody, Result<CachedImage, DownloadError>) -> Void
-
     /// Rows written per transaction at most.
     static let maxBatch = 256
+    /// Rows worth a transaction of their own when the queue runs dry.
+    static let minBatch = 32
+    /// How long a published image may wait for its index row to be committed.
+    static let commitDelay: DispatchTimeInterval = .milliseconds(5)
 
     private let queue = DispatchQueue(label: "imgd-publisher")
     private let disk: DiskCache
     private var cache: CacheDirectory { disk.directory }
     private let validator: ImageValidator
-    /// Bodies handed over and not yet processed: zero means the queue is about to go idle.
+    private let deliver: @Sendable ([PublishOutcome]) -> Void
     private let waiting = Atomic<Int>(0)
+    /// Backlog at which the waiting engine is woken; 0 when it is not waiting.
+    private let wakeAt = Atomic<Int>(0)
+    private let wake: @Sendable () -> Void
     private var pendingRows: [IndexEntry] = []
-    private var pendingDeliveries: [(ArrivedBody, CachedImage, Completion)] = []
+    private var pendingOutcomes: [PublishOutcome] = []
+    private var isCommitScheduled = false
 
-    init(cache: DiskCache, validator: ImageValidator) {
+    init(
+        cache: DiskCache, validator: ImageValidator, deliver: @escaping @Sendable ([PublishOutcome]) -> Void,
+        wake: @escaping @Sendable () -> Void
+    ) {
         self.disk = cache
         self.validator = validator
+        self.deliver = deliver
+        self.wake = wake
     }
 
-    /// Validates and publishes `body`, then calls `completion` (on the publisher's queue) once
-    /// its index row is committed, or at once on failure.
-    func publish(_ body: ArrivedBody, completion: @escaping Completion) {
+    /// Bodies handed over and not yet written out.
+    var backlog: Int { waiting.load(ordering: .relaxed) }
+
+    /// The engine holds transfers back while ``backlog`` is long: wake it when the backlog has
+    /// come down to `level`.
+    func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
+
+    /// Validates and publishes `body`; its outcome is delivered with the next batch.
+    func publish(_ body: ArrivedBody) {
         waiting.add(1, ordering: .relaxed)
         queue.async { [self] in
-            switch publishNow(body) {
-            case .success(let image):
-                pendingRows.append(Self.indexEntry(for: image))
-                pendingDeliveries.append((body, image, completion))
-            case .failure(let error):
-                completion(body, .failure(error))
+            let result = publishNow(body)
+            let left = waiting.subtract(1, ordering: .relaxed).newValue
+            let level = wakeAt.load(ordering: .relaxed)
+            if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
+                wake()
             }
-            let remaining = waiting.subtract(1, ordering: .relaxed).newValue
-            if remaining == 0 || pendingRows.count >= Self.maxBatch { commit() }
+            if case .success(let image) = result { pendingRows.append(Self.indexEntry(for: image)) }
+            pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
+            if pendingOutcomes.count >= Self.maxBatch || (left == 0 && pendingOutcomes.count >= Self.minBatch) {
+                commit()
+            } else if !isCommitScheduled {
+                isCommitScheduled = true
+                queue.asyncAfter(deadline: .now() + Self.commitDelay) { [self] in commit() }
+            }
         }
     }
 
-    /// Writes the pending rows in one transaction and reports their images done. If the index
-    /// refuses (a full disk, say), the files go too and their jobs fail with `disk`.
+    /// Writes the pending rows in one transaction and delivers the pending outcomes. If the
+    /// index refuses (a full disk, say), those files go too and their jobs fail with `disk`.
     private func commit() {
-        guard !pendingRows.isEmpty else { return }
-        let deliveries = pendingDeliveries
+        isCommitScheduled = false
+        guard !pendingOutcomes.isEmpty else { return }
+        var outcomes = pendingOutcomes
         do {
             try disk.record(pendingRows)
-            for (body, image, completion) in deliveries { completion(body, .success(image)) }
         } catch {
-            for (body, image, completion) in deliveries {
+            outcomes = outcomes.map { outcome in
+                guard case .success(let image) = outcome.result else { return outcome }
                 disk.drop(image.key)
-                completion(body, .failure(.disk("cannot record \(image.url) in the cache index: \(error)")))
+                return PublishOutcome(
+                    key: outcome.key, jobSerial: outcome.jobSerial,
+                    result: .failure(.disk("cannot record \(image.url) in the cache index: \(error)")))
             }
         }
         pendingRows.removeAll(keepingCapacity: true)
-        pendingDeliveries.removeAll(keepingCapacity: true)
+        pendingOutcomes.removeAll(keepingCapacity: true)
+        deliver(outcomes)
     }
 
     private static func indexEntry(for image: CachedImage) -> IndexEntry {

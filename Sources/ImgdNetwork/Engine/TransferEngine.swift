@@ -28,7 +28,7 @@ final class TransferEngine: @unchecked Sendable {
         case cancelSubmitter(SubmitterID)
         case forgetFailures(CacheKey?)
         /// The publisher's verdict on a job's body.
-        case published(key: CacheKey, jobSerial: UInt64, Result<CachedImage, DownloadError>)
+        case published([PublishOutcome])
         case stop
     }
 
@@ -61,7 +61,8 @@ final class TransferEngine: @unchecked Sendable {
 
     let policy: DownloadPolicy
     let cache: CacheDirectory
-    private let publisher: BodyPublisher
+    /// Set once in init (it needs `self` for its wake-up call) and never changed.
+    private var publisher: BodyPublisher!
     private let inbox = Mutex(Inbox())
     private let waker: CurlWaker
     private let statistics = Mutex(DownloaderStatistics())
@@ -96,7 +97,10 @@ final class TransferEngine: @unchecked Sendable {
         self.waker = multi.waker
         self.policy = policy
         self.cache = cache.directory
-        self.publisher = BodyPublisher(cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels))
+        self.publisher = BodyPublisher(
+            cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels),
+            deliver: { [weak self] outcomes in self?.send(.published(outcomes)) },
+            wake: { [weak self] in self?.nudge() })
     }
 
     /// Starts the loop thread (a plain pthread: its whole life is one loop).
@@ -121,6 +125,13 @@ final class TransferEngine: @unchecked Sendable {
             if inbox.commands.isEmpty { waker.wakeup() }
             inbox.commands.append(command)
             return true
+        }
+    }
+
+    /// Makes the loop take another turn (the publisher has room again).
+    func nudge() {
+        inbox.withLock { inbox in
+            if !inbox.isClosed { waker.wakeup() }
         }
     }
 
@@ -179,8 +190,8 @@ final class TransferEngine: @unchecked Sendable {
             }
         case .forgetFailures(let key):
             if let key { failures[key] = nil } else { failures.removeAll() }
-        case .published(let key, let serial, let outcome):
-            published(key: key, jobSerial: serial, outcome)
+        case .published(let outcomes):
+            for outcome in outcomes { published(outcome) }
         case .stop:
             break
         }
@@ -230,10 +241,14 @@ final class TransferEngine: @unchecked Sendable {
 
     /// Bodies allowed to wait for the publisher before transfers stop starting: enough to keep
     /// it busy, few enough that memory stays bounded (each holds up to one buffer).
-    private var publishBacklog: Int { policy.maxParallel }
+    private var publishBacklog: Int { max(4, policy.maxParallel) }
 
     private func startTransfers(now: ContinuousClock.Instant) {
-        while running.count + max(0, publishingCount - publishBacklog) < policy.maxParallel {
+        while running.count < policy.maxParallel {
+            if publisher.backlog >= publishBacklog {
+                publisher.wakeWhenBacklog(reaches: publishBacklog / 2)
+                return
+            }
             guard let job = queue.next(
                 isLive: { $0.state == .queued },
                 canStart: { self.hostCanStart($0.url.hostKey, now: now) })
@@ -296,9 +311,7 @@ final class TransferEngine: @unchecked Sendable {
         case .success(let body):
             // The slot is free now; the disk work happens on the publisher while the loop goes on.
             move(job, to: .publishing)
-            publisher.publish(body) { [self] body, outcome in
-                send(.published(key: body.key, jobSerial: body.jobSerial, outcome))
-            }
+            publisher.publish(body)
         case .failure(let error):
             settle(job, .failure(error))
         }
@@ -320,11 +333,11 @@ final class TransferEngine: @unchecked Sendable {
         }
     }
 
-    private func published(key: CacheKey, jobSerial: UInt64, _ outcome: Result<CachedImage, DownloadError>) {
+    private func published(_ outcome: PublishOutcome) {
         // A job cancelled meanwhile has already answered its waiters; its file, if published,
         // is a valid cache entry all the same.
-        guard let job = jobs[key], job.serial == jobSerial, job.state == .publishing else { return }
-        settle(job, outcome)
+        guard let job = jobs[outcome.key], job.serial == outcome.jobSerial, job.state == .publishing else { return }
+        settle(job, outcome.result)
     }
 
     /// Classifies a finished transfer from what libcurl and the callbacks saw. A complete 2xx
