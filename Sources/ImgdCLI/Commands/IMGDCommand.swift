@@ -7,7 +7,7 @@ public struct IMGDCommand: AsyncParsableCommand {
         commandName: "imgd",
         abstract: "Keep the images your machines need on local disk.",
         version: ImgdVersion.string,
-        subcommands: [PrefetchCommand.self])
+        subcommands: [PrefetchCommand.self, FsckCommand.self])
 
     public init() {}
 

@@ -95,6 +95,24 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// Up to `limit` entries with keys after `key` (all from the start when nil), in key order:
+    /// a walk over the whole index in slices, each a short read.
+    public func entries(after key: CacheKey?, limit: Int) throws(SQLiteError) -> [IndexEntry] {
+        try reader.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT \(Self.columns) FROM entries WHERE key > ?1 ORDER BY key LIMIT ?2")
+            defer { statement.reset() }
+            let start = key?.digest.bytes ?? []
+            start.withUnsafeBytes { statement.bind(1, bytes: $0) }
+            statement.bind(2, limit)
+            var found: [IndexEntry] = []
+            while try statement.step() {
+                if let entry = Self.entry(from: statement, generation: generation) { found.append(entry) }
+            }
+            return found
+        }
+    }
+
     /// Entries and bytes recorded, kept up to date by triggers (no scan).
     public func totals() throws(SQLiteError) -> (entries: Int, bytes: Int) {
         try reader.withLock { connection throws(SQLiteError) in

@@ -1,0 +1,119 @@
+import ImgdCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a full check of the disk tier found.
+public struct CacheCheckReport: Sendable, Equatable {
+    /// Entries whose file was read and hashed.
+    public var checked = 0
+    /// Entries whose file was missing, of the wrong size, or whose content failed its SHA-256.
+    public var bad = 0
+    /// Bad entries removed (row, then file).
+    public var removed = 0
+    /// Files in the cache folder with no row (left by a crash between rename and commit).
+    public var orphanFiles = 0
+}
+
+extension DiskCache {
+    /// Verifies every entry (size and SHA-256), drops the bad ones, and removes files that have
+    /// no row. Reads the index in slices of `sliceSize` rows, so memory stays flat. Each dropped
+    /// entry is passed to `onBad` with the reason, for the report.
+    public func checkAll(
+        sliceSize: Int = 500, onBad: (IndexEntry, String) -> Void = { _, _ in }
+    ) throws(SQLiteError) -> CacheCheckReport {
+        var report = CacheCheckReport()
+        var known = Set<CacheKey>()
+        var last: CacheKey?
+        while true {
+            let slice = try index.entries(after: last, limit: sliceSize)
+            guard let tail = slice.last else { break }
+            last = tail.key
+            var dropped: [CacheKey] = []
+            for entry in slice {
+                report.checked += 1
+                known.insert(entry.key)
+                if let problem = problem(with: entry) {
+                    report.bad += 1
+                    onBad(entry, problem)
+                    dropped.append(entry.key)
+                } else if entry.needsVerification {
+                    try index.markVerified(entry.key)
+                }
+            }
+            try index.remove(dropped)
+            for key in dropped { unlink(directory.path(for: key)) }
+            report.removed += dropped.count
+        }
+        report.orphanFiles = removeFiles(notIn: known)
+        return report
+    }
+
+    /// Why `entry` cannot be served, or nil when its file is intact.
+    private func problem(with entry: IndexEntry) -> String? {
+        let path = directory.path(for: entry.key)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return "file missing (\(String(cString: strerror(errno))))" }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Int(info.st_size) == entry.bytes else {
+            return "size \(info.st_size) bytes, the index says \(entry.bytes)"
+        }
+        guard let digest = try? SHA256Digest(fileDescriptor: fd, count: entry.bytes) else {
+            return "unreadable (\(String(cString: strerror(errno))))"
+        }
+        return digest == entry.sha256 ? nil : "content does not match its SHA-256"
+    }
+
+    /// Deletes every file under the fan-out folders whose key is not in `known`; returns how many.
+    private func removeFiles(notIn known: Set<CacheKey>) -> Int {
+        var removed = 0
+        let hex = Array("0123456789abcdef")
+        for first in 0..<256 {
+            let top = "\(hex[first >> 4])\(hex[first & 15])"
+            for name in Self.names(in: directory.root + "/" + top) {
+                for file in Self.names(in: directory.root + "/" + top + "/" + name) {
+                    let path = directory.root + "/" + top + "/" + name + "/" + file
+                    let bytes = Array(file.utf8)
+                    let digest = bytes.count == 64 ? Self.parseHex(bytes).flatMap(SHA256Digest.init(bytes:)) : nil
+                    if let digest, known.contains(CacheKey(digest: digest)) { continue }
+                    if unlink(path) == 0 { removed += 1 }
+                }
+            }
+        }
+        return removed
+    }
+
+    private static func names(in folder: String) -> [String] {
+        guard let handle = opendir(folder) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    private static func parseHex(_ text: [UInt8]) -> [UInt8]? {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count / 2)
+        var index = 0
+        while index + 1 < text.count {
+            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+}
