@@ -1,14 +1,17 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Makes one imgd at a time own a cache folder: an exclusive `flock` on `<cache>/lock`, held
-/// for the process's life (the kernel drops it when the process dies, however it dies).
+/// until ``release()`` (the kernel drops it when the process dies, however it dies).
 /// The holder's pid is written into the file so the refusal can name it.
 public final class CacheLock: Sendable {
     /// The lock file.
     public let path: String
-    private let descriptor: Int32
+    /// The locked file's descriptor; -1 once released.
+    private let descriptor: Atomic<Int32>
 
     /// Takes the lock, or throws ``CacheLockError/held(path:pid:)`` at once if another process has it.
     public init(path: String) throws(CacheLockError) {
@@ -27,10 +30,16 @@ public final class CacheLock: Sendable {
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
-        descriptor = fd
+        descriptor = Atomic(fd)
     }
 
-    deinit { close(descriptor) }
+    deinit { release() }
+
+    /// Lets another process take the cache. Safe to call more than once.
+    public func release() {
+        let fd = descriptor.exchange(-1, ordering: .relaxed)
+        if fd >= 0 { close(fd) }
+    }
 }
 
 /// Why the cache lock could not be taken.

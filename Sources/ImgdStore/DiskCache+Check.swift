@@ -42,7 +42,7 @@ extension DiskCache {
                     try index.markVerified(entry.key)
                 }
             }
-            try index.remove(dropped)
+            budget.removed(try index.remove(dropped))
             for key in dropped { unlink(directory.path(for: key)) }
             report.removed += dropped.count
         }

@@ -17,10 +17,15 @@ public final class DiskCache: Sendable {
     public let directory: CacheDirectory
     /// One row per entry.
     public let index: CacheIndex
+    /// The size cap and what counts against it.
+    public let budget: DiskBudget
     private let lock: CacheLock
 
-    /// Opens the cache at `root`, creating it if needed.
-    public init(root: String) throws(DiskCacheError) {
+    /// The default size cap: 1 GiB.
+    public static let defaultLimit = 1 << 30
+
+    /// Opens the cache at `root`, creating it if needed, capped at `limit` bytes.
+    public init(root: String, limit: Int = DiskCache.defaultLimit) throws(DiskCacheError) {
         do {
             directory = try CacheDirectory(root: root)
         } catch {
@@ -33,6 +38,7 @@ public final class DiskCache: Sendable {
         }
         do {
             index = try CacheIndex(path: root + "/index.sqlite")
+            budget = DiskBudget(limit: limit, stored: try index.totals().bytes)
         } catch {
             throw .index(error)
         }
@@ -56,19 +62,21 @@ public final class DiskCache: Sendable {
         return CachedEntry(entry: row, path: path)
     }
 
-    /// Records entries whose files are in place.
+    /// Records entries whose files are in place, counting them as stored.
     public func record(_ entries: [IndexEntry]) throws(SQLiteError) {
-        try index.insert(entries)
+        budget.settle(reserved: 0, stored: try index.insert(entries))
     }
 
     /// Removes `key`'s row, then its file.
     public func drop(_ key: CacheKey) {
-        try? index.remove([key])
+        if let bytes = try? index.remove([key]) { budget.removed(bytes) }
         unlink(directory.path(for: key))
     }
 
-    /// Flushes access times and records a clean shutdown.
+    /// Flushes access times, records a clean shutdown and releases the lock. The cache must not
+    /// be used afterwards.
     public func close() throws(SQLiteError) {
+        defer { lock.release() }
         try index.close()
     }
 

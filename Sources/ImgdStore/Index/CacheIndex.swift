@@ -113,6 +113,55 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// Up to `limit` eviction candidates, least recently used first: entries not pinned at `now`
+    /// (milliseconds since 1970), and, when `accessedBefore` is given, last used before it.
+    public func evictionCandidates(
+        now: Int, accessedBefore: Int? = nil, limit: Int
+    ) throws(SQLiteError) -> [(key: CacheKey, bytes: Int)] {
+        try reader.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("""
+                SELECT key, bytes FROM entries
+                WHERE last_access < ?3 AND (pinned_until IS NULL OR pinned_until <= ?1)
+                ORDER BY last_access LIMIT ?2
+                """)
+            defer { statement.reset() }
+            statement.bind(1, now)
+            statement.bind(2, limit)
+            statement.bind(3, accessedBefore ?? Int.max)
+            var found: [(key: CacheKey, bytes: Int)] = []
+            while try statement.step() {
+                if let digest = SHA256Digest(bytes: statement.bytes(0)) {
+                    found.append((CacheKey(digest: digest), statement.int(1)))
+                }
+            }
+            return found
+        }
+    }
+
+    /// Bytes of entries pinned at `now` (reported apart: they are never evicted).
+    public func pinnedBytes(now: Int) throws(SQLiteError) -> Int {
+        try reader.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT coalesce(sum(bytes), 0) FROM entries WHERE pinned_until > ?1")
+            defer { statement.reset() }
+            statement.bind(1, now)
+            return try statement.step() ? statement.int(0) : 0
+        }
+    }
+
+    /// Pins `key` until `until` (milliseconds since 1970; nil unpins). A later pin never
+    /// shortens an earlier one.
+    public func pin(_ key: CacheKey, until: Int?) throws(SQLiteError) {
+        try writer.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(until == nil
+                ? "UPDATE entries SET pinned_until = NULL WHERE key = ?1"
+                : "UPDATE entries SET pinned_until = max(coalesce(pinned_until, 0), ?2) WHERE key = ?1")
+            key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+            if let until { statement.bind(2, until) }
+            try statement.step()
+        }
+    }
+
     /// Entries and bytes recorded, kept up to date by triggers (no scan).
     public func totals() throws(SQLiteError) -> (entries: Int, bytes: Int) {
         try reader.withLock { connection throws(SQLiteError) in
@@ -125,11 +174,14 @@ public final class CacheIndex: Sendable {
 
     // MARK: - Writing
 
-    /// Records `entries` (replacing rows with the same key) in one transaction.
-    public func insert(_ entries: [IndexEntry]) throws(SQLiteError) {
-        guard !entries.isEmpty else { return }
-        try writer.withLock { connection throws(SQLiteError) in
+    /// Records `entries` (replacing rows with the same key) in one transaction. Returns by how
+    /// many bytes the recorded total grew.
+    @discardableResult
+    public func insert(_ entries: [IndexEntry]) throws(SQLiteError) -> Int {
+        guard !entries.isEmpty else { return 0 }
+        return try writer.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
+                let before = try Self.totalBytes(connection)
                 let statement = try connection.statement("""
                     INSERT INTO entries (key, url, bytes, sha256, format, width, height, etag, last_modified,
                         content_type, fetched_at, last_access, hit_count, pinned_until, verified_generation)
@@ -159,23 +211,35 @@ public final class CacheIndex: Sendable {
                     statement.bind(15, generation)
                     try statement.step()
                 }
+                return try Self.totalBytes(connection) - before
             }
         }
     }
 
-    /// Removes the rows of `keys` (their files are the caller's to delete, after this).
-    public func remove(_ keys: [CacheKey]) throws(SQLiteError) {
-        guard !keys.isEmpty else { return }
-        try writer.withLock { connection throws(SQLiteError) in
+    /// Removes the rows of `keys` (their files are the caller's to delete, after this). Returns
+    /// the bytes the removed rows recorded.
+    @discardableResult
+    public func remove(_ keys: [CacheKey]) throws(SQLiteError) -> Int {
+        guard !keys.isEmpty else { return 0 }
+        return try writer.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
+                let before = try Self.totalBytes(connection)
                 let statement = try connection.statement("DELETE FROM entries WHERE key = ?1")
                 for key in keys {
                     statement.reset()
                     key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
                     try statement.step()
                 }
+                return before - (try Self.totalBytes(connection))
             }
         }
+    }
+
+    /// The recorded total, read on `connection` (inside its transaction).
+    private static func totalBytes(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
+        let statement = try connection.statement("SELECT bytes FROM totals WHERE id = 0")
+        defer { statement.reset() }
+        return try statement.step() ? statement.int(0) : 0
     }
 
     /// Marks `key`'s content as checked in this generation.

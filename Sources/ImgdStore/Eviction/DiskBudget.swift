@@ -1,0 +1,63 @@
+import Synchronization
+
+/// The hard cap on the disk tier's size, and the bytes counted against it.
+///
+/// Bytes are either *stored* (files with an index row) or *reserved* (bodies on their way: a
+/// declared Content-Length at the headers, or chunks as an undeclared body streams). A
+/// reservation is granted only if stored + reserved stays within the limit, so the cache never
+/// exceeds it, even while many transfers start at once; when one is refused, the caller evicts
+/// and tries again, and fails with `disk_full` if it still does not fit. A reservation is
+/// settled into stored bytes (at the real size) when its file is published, or released when
+/// the transfer fails. One mutex guards the counts.
+public final class DiskBudget: Sendable {
+    /// A consistent reading of the counts.
+    public struct Snapshot: Sendable, Equatable {
+        public var limit: Int
+        public var stored: Int
+        public var reserved: Int
+        /// Bytes that must go before `stored + reserved` is within the limit again (0 if it is).
+        public var excess: Int { max(0, stored + reserved - limit) }
+    }
+
+    private let state: Mutex<Snapshot>
+
+    /// A budget of `limit` bytes of which `stored` are already used.
+    public init(limit: Int, stored: Int) {
+        state = Mutex(Snapshot(limit: limit, stored: stored, reserved: 0))
+    }
+
+    public var snapshot: Snapshot { state.withLock { $0 } }
+
+    /// Reserves `bytes` if they fit; false (and nothing reserved) if they do not.
+    public func tryReserve(_ bytes: Int) -> Bool {
+        state.withLock { state in
+            guard bytes >= 0, state.stored + state.reserved + bytes <= state.limit else { return false }
+            state.reserved += bytes
+            return true
+        }
+    }
+
+    /// Gives back a reservation that will not be used (a failed or cancelled transfer).
+    public func release(_ bytes: Int) {
+        state.withLock { $0.reserved -= bytes }
+    }
+
+    /// Turns a reservation of `reserved` bytes into `stored` stored bytes (the file's real size).
+    public func settle(reserved: Int, stored: Int) {
+        state.withLock { state in
+            state.reserved -= reserved
+            state.stored += stored
+        }
+    }
+
+    /// Stored bytes removed (eviction, a bad entry dropped).
+    public func removed(_ bytes: Int) {
+        state.withLock { $0.stored -= bytes }
+    }
+
+    /// Changes the limit (a reload). Lowering it below what is used leaves ``Snapshot/excess``
+    /// for eviction to remove.
+    public func setLimit(_ limit: Int) {
+        state.withLock { $0.limit = limit }
+    }
+}

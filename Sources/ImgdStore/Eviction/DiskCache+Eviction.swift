@@ -1,0 +1,60 @@
+import ImgdCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one eviction pass removed.
+public struct EvictionPass: Sendable, Equatable {
+    public var files = 0
+    public var bytes = 0
+    /// True when the pass stopped at its budget with more to do.
+    public var isIncomplete = false
+}
+
+extension DiskCache {
+    /// Files removed per pass at most: a pass is one short read, one short write transaction and
+    /// this many unlinks, so a lookup never waits behind it for long.
+    public static let evictionPassLimit = 500
+
+    /// Removes least-recently-used, unpinned entries until at least `bytes` are freed or the pass
+    /// budget is spent. Rows go first (one transaction), then files: a reader that already has a
+    /// file open keeps reading it. Pending access times are written first, so a recent hit
+    /// saves its entry.
+    public func evictLeastRecentlyUsed(
+        toFree bytes: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit
+    ) throws(SQLiteError) -> EvictionPass {
+        guard bytes > 0 else { return EvictionPass() }
+        try index.flushAccesses()
+        let candidates = try index.evictionCandidates(now: now, limit: passLimit)
+        var chosen: [(key: CacheKey, bytes: Int)] = []
+        var freed = 0
+        for candidate in candidates where freed < bytes {
+            chosen.append(candidate)
+            freed += candidate.bytes
+        }
+        var pass = try remove(chosen)
+        pass.isIncomplete = freed < bytes && candidates.count == passLimit
+        return pass
+    }
+
+    /// Removes unpinned entries last used before `cutoff` (milliseconds since 1970), oldest first,
+    /// at most `passLimit` of them.
+    public func evictExpired(
+        accessedBefore cutoff: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit
+    ) throws(SQLiteError) -> EvictionPass {
+        try index.flushAccesses()
+        let candidates = try index.evictionCandidates(now: now, accessedBefore: cutoff, limit: passLimit)
+        var pass = try remove(candidates)
+        pass.isIncomplete = candidates.count == passLimit
+        return pass
+    }
+
+    private func remove(_ victims: [(key: CacheKey, bytes: Int)]) throws(SQLiteError) -> EvictionPass {
+        guard !victims.isEmpty else { return EvictionPass() }
+        let bytes = try index.remove(victims.map(\.key))
+        budget.removed(bytes)
+        for victim in victims { unlink(directory.path(for: victim.key)) }
+        return EvictionPass(files: victims.count, bytes: bytes)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import ImgdCore
+import Testing
+
+@testable import ImgdStore
+
+@Suite("Disk budget and eviction")
+struct DiskEvictionTests {
+    /// A disk tier with `count` entries of `size` bytes, last used at 1000, 2000, … ms.
+    private func filledCache(_ count: Int, size: Int = 100) throws -> (DiskCache, [IndexEntry], String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-evict-\(UUID().uuidString)").path
+        let disk = try DiskCache(root: root, limit: 1_000_000)
+        var entries: [IndexEntry] = []
+        for index in 0..<count {
+            let url = try ImageURL("http://example.com/e\(index).png")
+            let content = [UInt8](repeating: UInt8(index), count: size)
+            let file = try disk.directory.makeTempFile(for: url.cacheKey)
+            try content.withUnsafeBytes { try file.write($0) }
+            try disk.directory.publish(file, as: url.cacheKey)
+            entries.append(IndexEntry(
+                key: url.cacheKey, url: url.normalized, bytes: size, sha256: SHA256Digest(of: content), format: .png,
+                width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil,
+                fetchedAt: 1000 * (index + 1), lastAccess: 1000 * (index + 1)))
+        }
+        try disk.record(entries)
+        return (disk, entries, root)
+    }
+
+    @Test("the cap is never exceeded while 64 tasks reserve, settle and release at once")
+    func budgetUnderContention() async {
+        let budget = DiskBudget(limit: 10_000, stored: 2_000)
+        await withTaskGroup(of: Int.self) { group in
+            for task in 0..<64 {
+                group.addTask {
+                    var granted = 0
+                    for round in 0..<200 {
+                        let size = 100 + (task * 7 + round) % 400
+                        guard budget.tryReserve(size) else { continue }
+                        granted += 1
+                        let snapshot = budget.snapshot
+                        #expect(snapshot.stored + snapshot.reserved <= snapshot.limit)
+                        if round % 3 == 0 {
+                            budget.settle(reserved: size, stored: size / 2)
+                            budget.removed(size / 2)  // evicted again, to keep room
+                        } else {
+                            budget.release(size)
+                        }
+                    }
+                    return granted
+                }
+            }
+            var total = 0
+            for await granted in group { total += granted }
+            #expect(total > 0)
+        }
+        #expect(budget.snapshot == DiskBudget.Snapshot(limit: 10_000, stored: 2_000, reserved: 0))
+        #expect(!budget.tryReserve(8_001))
+        #expect(budget.tryReserve(8_000))
+    }
+
+    @Test("least recently used goes first; a recent hit saves an entry; the budget follows")
+    func lruOrder() throws {
+        let (disk, entries, root) = try filledCache(5)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        disk.index.recordAccess(entries[0].key, at: 99_000)
+        #expect(disk.budget.snapshot.stored == 500)
+        let pass = try disk.evictLeastRecentlyUsed(toFree: 150, now: 100_000)
+        #expect(pass == EvictionPass(files: 2, bytes: 200, isIncomplete: false))
+        #expect(try disk.index.entry(for: entries[0].key) != nil, "saved by its recent hit")
+        #expect(try disk.index.entry(for: entries[1].key) == nil)
+        #expect(try disk.index.entry(for: entries[2].key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: entries[1].key)))
+        #expect(try disk.index.entry(for: entries[3].key) != nil)
+        #expect(disk.budget.snapshot.stored == 300)
+        #expect(try disk.index.totals().bytes == 300)
+        try disk.close()
+    }
+
+    @Test("pinned entries are never evicted by size or age, and are reported apart")
+    func pins() throws {
+        let (disk, entries, root) = try filledCache(3)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try disk.index.pin(entries[0].key, until: 200_000)
+        #expect(try disk.index.pinnedBytes(now: 100_000) == 100)
+        let bySize = try disk.evictLeastRecentlyUsed(toFree: 10_000, now: 100_000)
+        #expect(bySize.files == 2)
+        #expect(try disk.index.entry(for: entries[0].key) != nil)
+        let byAge = try disk.evictExpired(accessedBefore: 50_000, now: 100_000)
+        #expect(byAge.files == 0)
+        // Once the pin has lapsed, the entry is fair game.
+        let later = try disk.evictExpired(accessedBefore: 50_000, now: 300_000)
+        #expect(later.files == 1)
+        try disk.close()
+    }
+
+    @Test("age expiry removes what was not used since the cutoff, oldest first, within its pass budget")
+    func ageExpiry() throws {
+        let (disk, entries, root) = try filledCache(6)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let first = try disk.evictExpired(accessedBefore: 4_500, now: 10_000, passLimit: 2)
+        #expect(first == EvictionPass(files: 2, bytes: 200, isIncomplete: true))
+        let second = try disk.evictExpired(accessedBefore: 4_500, now: 10_000, passLimit: 2)
+        #expect(second.files == 2)
+        let third = try disk.evictExpired(accessedBefore: 4_500, now: 10_000, passLimit: 2)
+        #expect(third.files == 0)
+        #expect(try entries.filter { try disk.index.entry(for: $0.key) != nil }.map(\.lastAccess) == [5_000, 6_000])
+        try disk.close()
+    }
+
+    @Test("a reopened cache starts its budget from the index totals, without a scan")
+    func budgetFromTotals() throws {
+        let (disk, _, root) = try filledCache(4, size: 250)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try disk.close()
+        let reopened = try DiskCache(root: root, limit: 600)
+        #expect(reopened.budget.snapshot == DiskBudget.Snapshot(limit: 600, stored: 1_000, reserved: 0))
+        #expect(reopened.budget.snapshot.excess == 400)
+        try reopened.close()
+    }
+}
