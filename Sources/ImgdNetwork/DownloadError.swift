@@ -27,6 +27,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case cancelled
     /// The cache folder could not take the file (full disk, permissions).
     case disk(String)
+    /// The body does not fit under the cache's size limit, even after evicting every entry
+    /// that may be evicted (the rest is pinned or being written).
+    case diskFull(String)
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
@@ -44,6 +47,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .policyDenied: "policy_denied"
         case .cancelled: "cancelled"
         case .disk: "disk"
+        case .diskFull: "disk_full"
         }
     }
 
@@ -52,7 +56,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
             .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
-            .policyDenied(let detail), .disk(let detail):
+            .policyDenied(let detail), .disk(let detail), .diskFull(let detail):
             detail
         case .http(let status, let retryAfter):
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
@@ -69,7 +73,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .connect, .timeout, .network, .truncated: true
         case .http(let status, _): [408, 425, 429, 500, 502, 503, 504].contains(status)
-        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .policyDenied, .cancelled, .disk: false
+        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .policyDenied, .cancelled, .disk, .diskFull: false
         }
     }
 }

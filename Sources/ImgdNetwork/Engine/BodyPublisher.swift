@@ -22,6 +22,9 @@ final class ArrivedBody: @unchecked Sendable {
     /// The temp file holding the rest, for a body larger than the buffer.
     let file: TempFile?
     let bytes: Int
+    /// The space held for this body; released once its row is committed (it is then counted as
+    /// stored) or when it fails.
+    let reservation: SpaceReservation
     let finalURL: String
     let status: Int
     let etag: String?
@@ -32,7 +35,7 @@ final class ArrivedBody: @unchecked Sendable {
 
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], file: TempFile?, bytes: Int,
-        finalURL: String, status: Int, etag: String?, lastModified: String?,
+        reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
         contentType: String?, duration: Duration, attempts: Int
     ) {
         self.url = url
@@ -41,6 +44,7 @@ final class ArrivedBody: @unchecked Sendable {
         self.buffer = buffer
         self.file = file
         self.bytes = bytes
+        self.reservation = reservation
         self.finalURL = finalURL
         self.status = status
         self.etag = etag
@@ -70,7 +74,7 @@ struct PublishOutcome: Sendable {
 /// ``backlog`` counts bodies handed over and not yet written out (they hold memory). The
 /// engine stops starting transfers while it is long and asks to be woken once it has halved.
 ///
-/// `@unchecked Sendable`: the batch (`pendingRows`, `pendingOutcomes`, `isCommitScheduled`)
+/// `@unchecked Sendable`: the batch (`pending…`, `isCommitScheduled`)
 /// is touched only on `queue`; the counters are atomic.
 final class BodyPublisher: @unchecked Sendable {
     /// Rows written per transaction at most.
@@ -91,6 +95,7 @@ final class BodyPublisher: @unchecked Sendable {
     private let wake: @Sendable () -> Void
     private var pendingRows: [IndexEntry] = []
     private var pendingOutcomes: [PublishOutcome] = []
+    private var pendingReservations: [SpaceReservation] = []
     private var isCommitScheduled = false
 
     init(
@@ -120,7 +125,12 @@ final class BodyPublisher: @unchecked Sendable {
             if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
                 wake()
             }
-            if case .success(let image) = result { pendingRows.append(Self.indexEntry(for: image)) }
+            if case .success(let image) = result {
+                pendingRows.append(Self.indexEntry(for: image))
+                pendingReservations.append(body.reservation)
+            } else {
+                body.reservation.release()
+            }
             pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
             if pendingOutcomes.count >= Self.maxBatch || (left == 0 && pendingOutcomes.count >= Self.minBatch) {
                 commit()
@@ -148,8 +158,11 @@ final class BodyPublisher: @unchecked Sendable {
                     result: .failure(.disk("cannot record \(image.url) in the cache index: \(error)")))
             }
         }
+        // Recorded files now count as stored: the space held for them goes back.
+        for reservation in pendingReservations { reservation.release() }
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
+        pendingReservations.removeAll(keepingCapacity: true)
         deliver(outcomes)
     }
 

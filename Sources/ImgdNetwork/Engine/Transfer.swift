@@ -22,6 +22,7 @@ final class Transfer {
         case tooLarge(limit: Int)
         case notImage
         case disk(StoreError)
+        case diskFull(needed: Int)
         case policyDenied(String)
     }
 
@@ -33,6 +34,10 @@ final class Transfer {
     /// Body bytes not yet written to `file`.
     private(set) var buffer: [UInt8] = []
     private let cache: CacheDirectory
+    /// Space held against the cache's cap for this body.
+    let reservation: SpaceReservation
+    /// The Content-Length, read with the first body bytes (nil: not declared).
+    private var declaredLength: Int?
 
     private let maxBodyBytes: Int
     private let addresses: AddressPolicy
@@ -53,10 +58,11 @@ final class Transfer {
     /// Body bytes held in memory before they are written out.
     static let bufferLimit = 64 * 1024
 
-    init(job: Job, easy: CurlEasy, cache: CacheDirectory, policy: DownloadPolicy) {
+    init(job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy) {
         self.job = job
         self.easy = easy
-        self.cache = cache
+        self.cache = disk.directory
+        self.reservation = SpaceReservation(disk: disk)
         self.maxBodyBytes = policy.maxBodyBytes
         self.addresses = policy.addresses
         self.startedAt = .now
@@ -105,13 +111,25 @@ final class Transfer {
     /// Body bytes from libcurl. Returns how many were taken; anything else makes libcurl stop
     /// the transfer with CURLE_WRITE_ERROR, after `abort` says why.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if status == nil { status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0 }
+        if status == nil {
+            status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
+            if let length = easy.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), length >= 0 {
+                declaredLength = Int(length)
+            }
+        }
         guard let status, (200..<300).contains(status) else {
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
         guard bytesReceived + bytes.count <= maxBodyBytes else {
             abort = .tooLarge(limit: maxBodyBytes)
+            return 0
+        }
+        // The cap is hard: the declared size is held before the first byte is kept, an
+        // undeclared body is held chunk by chunk as it grows.
+        let needed = max(declaredLength ?? 0, bytesReceived + bytes.count)
+        guard reservation.ensure(needed, declared: declaredLength != nil && needed == declaredLength) else {
+            abort = .diskFull(needed: needed)
             return 0
         }
         if buffer.capacity == 0 { buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes)) }
@@ -157,6 +175,7 @@ final class Transfer {
     /// Removes the temp file, if there is one.
     func discard() {
         file?.discard()
+        reservation.release()
     }
 
     /// Decides whether to let libcurl connect to `address`.

@@ -61,6 +61,7 @@ final class TransferEngine: @unchecked Sendable {
 
     let policy: DownloadPolicy
     let cache: CacheDirectory
+    private let disk: DiskCache
     /// Set once in init (it needs `self` for its wake-up call) and never changed.
     private var publisher: BodyPublisher!
     private let inbox = Mutex(Inbox())
@@ -97,6 +98,7 @@ final class TransferEngine: @unchecked Sendable {
         self.waker = multi.waker
         self.policy = policy
         self.cache = cache.directory
+        self.disk = cache
         self.publisher = BodyPublisher(
             cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels),
             deliver: { [weak self] outcomes in self?.send(.published(outcomes)) },
@@ -272,7 +274,7 @@ final class TransferEngine: @unchecked Sendable {
             finish(job, .failure(.network(error.description)))
             return
         }
-        let transfer = Transfer(job: job, easy: easy, cache: cache, policy: policy)
+        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy)
         do {
             try transfer.configure(policy)
         } catch {
@@ -354,6 +356,11 @@ final class TransferEngine: @unchecked Sendable {
                     return .notImage("the body does not start like an image (Content-Type \(easy.info(string: CURLINFO_CONTENT_TYPE) ?? "none"))")
                 case .disk(let error):
                     return .disk(error.description)
+                case .diskFull(let needed):
+                    let budget = disk.budget.snapshot
+                    return .diskFull(
+                        "\(needed) bytes do not fit under the cache's \(budget.limit)-byte limit "
+                            + "(\(budget.stored) stored, \(budget.reserved) reserved, nothing more can be evicted)")
                 case .policyDenied(let reason):
                     if result != CURLE_OK { return .policyDenied(reason) }
                 }
@@ -382,7 +389,7 @@ final class TransferEngine: @unchecked Sendable {
         let job = transfer.job
         return .success(ArrivedBody(
             url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, file: transfer.file,
-            bytes: transfer.bytesReceived,
+            bytes: transfer.bytesReceived, reservation: transfer.reservation,
             finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),

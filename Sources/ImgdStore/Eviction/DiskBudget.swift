@@ -15,6 +15,13 @@ public final class DiskBudget: Sendable {
         public var limit: Int
         public var stored: Int
         public var reserved: Int
+
+        public init(limit: Int, stored: Int, reserved: Int) {
+            self.limit = limit
+            self.stored = stored
+            self.reserved = reserved
+        }
+
         /// Bytes that must go before `stored + reserved` is within the limit again (0 if it is).
         public var excess: Int { max(0, stored + reserved - limit) }
     }

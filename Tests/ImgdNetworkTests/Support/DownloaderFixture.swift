@@ -27,11 +27,14 @@ struct DownloaderFixture {
         return policy
     }
 
-    init(policy: DownloadPolicy = DownloaderFixture.testPolicy(), server: TestHTTPServer? = nil) async throws {
+    init(
+        policy: DownloadPolicy = DownloaderFixture.testPolicy(), diskLimit: Int = DiskCache.defaultLimit,
+        server: TestHTTPServer? = nil
+    ) async throws {
         if let server { self.server = server } else { self.server = try await TestHTTPServer.start() }
         cacheRoot = FileManager.default.temporaryDirectory
             .appendingPathComponent("imgd-test-\(UUID().uuidString)").path
-        disk = try DiskCache(root: cacheRoot)
+        disk = try DiskCache(root: cacheRoot, limit: diskLimit)
         downloader = try Downloader(cache: disk, policy: policy)
     }
 
@@ -84,9 +87,10 @@ struct DownloaderFixture {
 
 /// Runs `body` with a fresh fixture and always tears it down, whether `body` passes or throws.
 func withFixture<T>(
-    policy: DownloadPolicy = DownloaderFixture.testPolicy(), _ body: (DownloaderFixture) async throws -> T
+    policy: DownloadPolicy = DownloaderFixture.testPolicy(), diskLimit: Int = DiskCache.defaultLimit,
+    _ body: (DownloaderFixture) async throws -> T
 ) async throws -> T {
-    let fixture = try await DownloaderFixture(policy: policy)
+    let fixture = try await DownloaderFixture(policy: policy, diskLimit: diskLimit)
     do {
         let result = try await body(fixture)
         try await fixture.close()

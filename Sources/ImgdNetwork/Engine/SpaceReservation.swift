@@ -1,0 +1,48 @@
+import ImgdStore
+
+/// Disk space held against the cache's cap for one body while it arrives, and until its file
+/// is recorded. Grows as needed: to the declared Content-Length at once, or in ``chunk``s as an
+/// undeclared body streams. When the cap is reached it evicts least-recently-used entries and
+/// tries again; if the space still cannot be had, the body does not fit (`disk_full`).
+///
+/// Owned by whoever holds the body (the transfer loop, then the publisher); released exactly once.
+final class SpaceReservation {
+    /// Reservation step for a body without Content-Length.
+    static let chunk = 256 * 1024
+
+    private let disk: DiskCache
+    private(set) var bytes = 0
+
+    init(disk: DiskCache) { self.disk = disk }
+
+    deinit { release() }
+
+    /// Makes sure `total` bytes are held; false when they cannot be, even after evicting.
+    func ensure(_ total: Int, declared: Bool) -> Bool {
+        guard total > bytes else { return true }
+        let wanted = declared ? total - bytes : ((total - bytes + Self.chunk - 1) / Self.chunk) * Self.chunk
+        // Evict in budgeted passes until the space is there or nothing evictable is left.
+        for _ in 0..<Self.maxEvictionPasses {
+            if disk.budget.tryReserve(wanted) {
+                bytes += wanted
+                return true
+            }
+            let budget = disk.budget.snapshot
+            let free = budget.limit - budget.stored - budget.reserved
+            guard let pass = try? disk.evictLeastRecentlyUsed(toFree: wanted - free), pass.files > 0 else { break }
+        }
+        guard disk.budget.tryReserve(wanted) else { return false }
+        bytes += wanted
+        return true
+    }
+
+    /// Eviction passes one reservation may run before giving up.
+    static let maxEvictionPasses = 8
+
+    /// Gives the space back (the body failed, or its file is now counted as stored).
+    func release() {
+        guard bytes > 0 else { return }
+        disk.budget.release(bytes)
+        bytes = 0
+    }
+}

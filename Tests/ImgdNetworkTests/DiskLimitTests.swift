@@ -1,0 +1,102 @@
+import Foundation
+import ImgdCore
+import ImgdStore
+import ImgdTestSupport
+import Synchronization
+import Testing
+
+@testable import ImgdNetwork
+
+/// The disk cap as downloads meet it: reservations at the headers, LRU eviction, `disk_full`.
+@Suite("Disk limit during downloads")
+struct DiskLimitTests {
+    /// Bytes the cache's files take, read from the folder itself.
+    private func bytesOnDisk(_ fixture: DownloaderFixture) throws -> Int {
+        try fixture.cachedFiles.reduce(0) { total, path in
+            let attributes = try FileManager.default.attributesOfItem(atPath: fixture.cacheRoot + "/" + path)
+            return total + ((attributes[.size] as? NSNumber)?.intValue ?? 0)
+        }
+    }
+
+    @Test("a full cache evicts the least recently used entry to admit a new one")
+    func evictsToAdmit() async throws {
+        try await withFixture(diskLimit: 50_000) { fixture in
+            let first = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))
+            _ = try await fixture.downloader.fetch(fixture.url("/img/b.png?bytes=20000"))
+            _ = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))  // a hit: a is now recent
+            _ = try await fixture.downloader.fetch(fixture.url("/img/c.png?bytes=20000"))
+            #expect(fixture.disk.lookup(first.key) != nil, "a was used more recently than b")
+            #expect(fixture.disk.lookup(try fixture.url("/img/b.png?bytes=20000").cacheKey) == nil)
+            #expect(try bytesOnDisk(fixture) <= 50_000)
+            #expect(fixture.disk.budget.snapshot == DiskBudget.Snapshot(limit: 50_000, stored: 40_000, reserved: 0))
+        }
+    }
+
+    @Test("a body larger than the whole cap fails with disk_full, declared or streamed, and nothing is lost",
+          arguments: ["/img/big.png?bytes=80000", "/img/big.png?bytes=80000&no_cl=1"])
+    func tooBigForTheCap(target: String) async throws {
+        try await withFixture(policy: DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 }, diskLimit: 50_000) { fixture in
+            let kept = try await fixture.downloader.fetch(fixture.url("/img/kept.png?bytes=10000"))
+            let error = try await fixture.failure(target)
+            #expect(error?.code == "disk_full")
+            #expect(try bytesOnDisk(fixture) <= 50_000)
+            #expect(fixture.disk.budget.snapshot.reserved == 0, "the failed body's reservation was given back")
+            _ = kept
+        }
+    }
+
+    @Test("the cap is never exceeded while 64 admissions run at once; each is cached or disk_full")
+    func burst() async throws {
+        let policy = DownloaderFixture.testPolicy { $0.maxParallel = 16; $0.maxPerHost = 16 }
+        try await withFixture(policy: policy, diskLimit: 100_000) { fixture in
+            let sampler = Mutex((maxUsed: 0, samples: 0))
+            let watching = Task {
+                while !Task.isCancelled {
+                    let budget = fixture.disk.budget.snapshot
+                    sampler.withLock { $0 = (max($0.maxUsed, budget.stored + budget.reserved), $0.samples + 1) }
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+            }
+            // 16 transfers of 9 KB, plus bodies waiting for their rows, can hold the whole 100 KB
+            // at once: a body that then finds nothing evictable fails with disk_full (it does not
+            // wait for space yet), and the cap holds either way.
+            let codes = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<64 {
+                    let url = try fixture.url("/img/burst\(index).png?bytes=9000&delay_ms=5")
+                    group.addTask {
+                        do throws(DownloadError) {
+                            _ = try await fixture.downloader.fetch(url, priority: .prefetch)
+                            return "cached"
+                        } catch {
+                            return error.code
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            watching.cancel()
+            #expect(Set(codes).isSubset(of: ["cached", "disk_full"]))
+            #expect(codes.filter { $0 == "cached" }.count >= 11)
+            #expect(fixture.disk.budget.snapshot.reserved == 0)
+            #expect(sampler.withLock { $0.maxUsed } <= 100_000)
+            #expect(sampler.withLock { $0.samples } > 0)
+            #expect(try bytesOnDisk(fixture) <= 100_000)
+            #expect(fixture.disk.budget.snapshot.stored == (try fixture.disk.index.totals().bytes))
+        }
+    }
+
+    @Test("when pinned entries fill the cap, new admissions fail with disk_full instead of evicting pins")
+    func pinsAreNotEvicted() async throws {
+        try await withFixture(policy: DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 }, diskLimit: 50_000) { fixture in
+            var pinned: [CachedImage] = []
+            for name in ["p1", "p2"] {
+                let image = try await fixture.downloader.fetch(fixture.url("/img/\(name).png?bytes=20000"))
+                try fixture.disk.index.pin(image.key, until: WallClock.nowMilliseconds() + 3_600_000)
+                pinned.append(image)
+            }
+            let error = try await fixture.failure("/img/new.png?bytes=20000")
+            #expect(error?.code == "disk_full")
+            for image in pinned { #expect(fixture.disk.lookup(image.key) != nil) }
+        }
+    }
+}
