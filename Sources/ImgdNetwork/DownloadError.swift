@@ -25,8 +25,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case policyDenied(String)
     /// Cancelled by a caller.
     case cancelled
-    /// The cache folder could not take the file (full disk, permissions).
-    case disk(String)
+    /// The cache folder could not take the file (full disk, permissions). `outOfSpace` is true
+    /// for ENOSPC/EDQUOT, which imgd answers by evicting and trying once more.
+    case disk(String, outOfSpace: Bool = false)
     /// The body does not fit under the cache's size limit, even after evicting every entry
     /// that may be evicted (the rest is pinned or being written).
     case diskFull(String)
@@ -56,7 +57,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
             .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
-            .policyDenied(let detail), .disk(let detail), .diskFull(let detail):
+            .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail):
             detail
         case .http(let status, let retryAfter):
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")

@@ -157,7 +157,7 @@ struct DownloaderFailureTests {
         }
     }
 
-    @Test("disk: a full filesystem fails the URL and damages nothing cached", .enabled(if: TmpfsMount.isAvailable))
+    @Test("disk: a full filesystem evicts, retries once, then fails the URL; nothing cached is damaged", .enabled(if: TmpfsMount.isAvailable))
     func diskFull() async throws {
         let mount = try TmpfsMount(bytes: 768 * 1024)
         defer { mount.unmount() }
@@ -175,12 +175,35 @@ struct DownloaderFailureTests {
             #expect(error.code == "disk")
             #expect(error.message.contains("No space left on device"))
         }
-        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: kept.path))) == TestHTTPServer.body(for: "/img/small.png?w=10&h=10"))
+        #expect(server.requestCount("/img/big.png?bytes=2000000") == 2, "evicted, then tried once more")
+        // Evicting to make room is allowed; serving a damaged file is not.
+        if let entry = disk.lookup(kept.key) {
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: entry.path))) == TestHTTPServer.body(for: "/img/small.png?w=10&h=10"))
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
         // Space is free again: the next download works.
         let after = try await downloader.fetch(ImageURL(server.url("/img/after.png?w=10&h=10")))
         #expect(after.source == .network)
-        #expect(disk.lookup(kept.key)?.entry.bytes == kept.bytes, "the index still has the older entry")
+        await downloader.shutdown()
+        try disk.close()
+        try await server.shutdown()
+    }
+
+    @Test("disk: a filesystem smaller than the cap keeps taking images by evicting on ENOSPC", .enabled(if: TmpfsMount.isAvailable))
+    func fillsSmallFilesystem() async throws {
+        let mount = try TmpfsMount(bytes: 1024 * 1024)
+        defer { mount.unmount() }
+        let server = try await TestHTTPServer.start()
+        let disk = try DiskCache(root: mount.path + "/cache")  // 1 GiB cap on a 1 MiB filesystem
+        let downloader = try Downloader(cache: disk, policy: Self.oneAttempt)
+        var last: CachedImage?
+        for index in 0..<12 {
+            last = try await downloader.fetch(ImageURL(server.url("/img/fill\(index).png?bytes=200000")))
+        }
+        let final = try #require(last)
+        #expect(disk.lookup(final.key) != nil)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: final.path))) == TestHTTPServer.body(for: "/img/fill11.png?bytes=200000"))
+        #expect(try disk.index.totals().entries < 12, "older entries were evicted to make room")
         await downloader.shutdown()
         try disk.close()
         try await server.shutdown()

@@ -155,7 +155,7 @@ final class BodyPublisher: @unchecked Sendable {
                 disk.drop(image.key)
                 return PublishOutcome(
                     key: outcome.key, jobSerial: outcome.jobSerial,
-                    result: .failure(.disk("cannot record \(image.url) in the cache index: \(error)")))
+                    result: .failure(.disk("cannot record \(image.url) in the cache index: \(error)", outOfSpace: error.isDiskFull)))
             }
         }
         // Recorded files now count as stored: the space held for them goes back.
@@ -200,7 +200,7 @@ final class BodyPublisher: @unchecked Sendable {
                 do {
                     file = try cache.makeTempFile(for: body.key)
                 } catch {
-                    throw .disk(error.description)
+                    throw .disk(error.description, outOfSpace: error.isOutOfSpace)
                 }
                 try write(body.buffer, to: file)
             }
@@ -213,7 +213,7 @@ final class BodyPublisher: @unchecked Sendable {
                 let path = try cache.publish(file, as: body.key)
                 return .success(CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record))
             } catch {
-                throw .disk(error.description)
+                throw .disk(error.description, outOfSpace: error.isOutOfSpace)
             }
         } catch {
             body.file?.discard()
@@ -226,7 +226,7 @@ final class BodyPublisher: @unchecked Sendable {
         bytes.withUnsafeBytes { raw in
             do throws(StoreError) { try file.write(raw) } catch { failure = error }
         }
-        if let failure { throw .disk(failure.description) }
+        if let failure { throw .disk(failure.description, outOfSpace: failure.isOutOfSpace) }
     }
 
     private func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {

@@ -326,6 +326,13 @@ final class TransferEngine: @unchecked Sendable {
         case .success(let image):
             counters.bytesDownloaded += image.bytes
             finish(job, .success(image))
+        case .failure(.disk(_, outOfSpace: true)) where !job.retriedForSpace:
+            // The filesystem is fuller than the cap says (other files share it): make room by
+            // evicting, then try once more at once.
+            job.retriedForSpace = true
+            _ = try? disk.evictLeastRecentlyUsed(toFree: Self.spaceToFreeOnENOSPC)
+            move(job, to: .queued)
+            queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
         case .failure(let error):
             if error.isTransient, job.attempts < policy.retry.maxAttempts {
                 scheduleRetry(job, after: error)
@@ -334,6 +341,9 @@ final class TransferEngine: @unchecked Sendable {
             }
         }
     }
+
+    /// Bytes evicted when a write finds the filesystem full, before the one retry.
+    static let spaceToFreeOnENOSPC = 8 << 20
 
     private func published(_ outcome: PublishOutcome) {
         // A job cancelled meanwhile has already answered its waiters; its file, if published,
@@ -355,7 +365,7 @@ final class TransferEngine: @unchecked Sendable {
                 case .notImage:
                     return .notImage("the body does not start like an image (Content-Type \(easy.info(string: CURLINFO_CONTENT_TYPE) ?? "none"))")
                 case .disk(let error):
-                    return .disk(error.description)
+                    return .disk(error.description, outOfSpace: error.isOutOfSpace)
                 case .diskFull(let needed):
                     let budget = disk.budget.snapshot
                     return .diskFull(
