@@ -69,51 +69,13 @@ extension DiskCache {
     /// Deletes every file under the fan-out folders whose key is not in `known`; returns how many.
     private func removeFiles(notIn known: Set<CacheKey>) -> Int {
         var removed = 0
-        let hex = Array("0123456789abcdef")
-        for first in 0..<256 {
-            let top = "\(hex[first >> 4])\(hex[first & 15])"
-            for name in Self.names(in: directory.root + "/" + top) {
-                for file in Self.names(in: directory.root + "/" + top + "/" + name) {
-                    let path = directory.root + "/" + top + "/" + name + "/" + file
-                    let bytes = Array(file.utf8)
-                    let digest = bytes.count == 64 ? Self.parseHex(bytes).flatMap(SHA256Digest.init(bytes:)) : nil
-                    if let digest, known.contains(CacheKey(digest: digest)) { continue }
-                    if unlink(path) == 0 { removed += 1 }
-                }
+        for bucket in 0..<65536 {
+            let folder = directory.root + "/" + Self.bucketPath(bucket)
+            for name in Self.fileNames(in: folder) {
+                if let key = Self.key(named: name), known.contains(key) { continue }
+                if unlink(folder + "/" + name) == 0 { removed += 1 }
             }
         }
         return removed
-    }
-
-    private static func names(in folder: String) -> [String] {
-        guard let handle = opendir(folder) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
-    }
-
-    private static func parseHex(_ text: [UInt8]) -> [UInt8]? {
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            default: nil
-            }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count / 2)
-        var index = 0
-        while index + 1 < text.count {
-            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
     }
 }

@@ -118,3 +118,49 @@ struct DiskEvictionTests {
         try reopened.close()
     }
 }
+
+@Suite("Background reconcile")
+struct ReconcileTests {
+    @Test("slices remove rows without files and files without rows, and keep everything else")
+    func reconcile() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let disk = try DiskCache(root: root)
+        var entries: [IndexEntry] = []
+        for index in 0..<30 {
+            let url = try ImageURL("http://example.com/r\(index).png")
+            let content = [UInt8](repeating: UInt8(index), count: 50)
+            let file = try disk.directory.makeTempFile(for: url.cacheKey)
+            try content.withUnsafeBytes { try file.write($0) }
+            try disk.directory.publish(file, as: url.cacheKey)
+            entries.append(IndexEntry(
+                key: url.cacheKey, url: url.normalized, bytes: 50, sha256: SHA256Digest(of: content), format: .png,
+                width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil, fetchedAt: 1, lastAccess: 1))
+        }
+        // As a crash would leave it: the last 5 files were renamed but their rows never committed,
+        // and 3 rows lost their files.
+        try disk.record(Array(entries.prefix(25)))
+        for entry in entries.prefix(3) { try FileManager.default.removeItem(atPath: disk.directory.path(for: entry.key)) }
+        let junk = root + "/" + DiskCache.bucketPath(0x1234)
+        try FileManager.default.createDirectory(atPath: junk, withIntermediateDirectories: true)
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: junk + "/notes.txt"))
+
+        var cursor = ReconcileCursor()
+        var total = ReconcileReport()
+        var slices = 0
+        while !cursor.isFinished {
+            let report = try disk.reconcile(&cursor, budget: 7)
+            total.rowsWithoutFile += report.rowsWithoutFile
+            total.filesWithoutRow += report.filesWithoutRow
+            slices += 1
+        }
+        #expect(total.rowsWithoutFile == 3)
+        #expect(total.filesWithoutRow == 6)
+        #expect(slices > 4, "the work was cut into budgeted slices")
+        #expect(try disk.index.totals() == (22, 22 * 50))
+        #expect(disk.budget.snapshot.stored == 22 * 50)
+        for entry in entries[3..<25] { #expect(disk.lookup(entry.key) != nil) }
+        for entry in entries[25...] { #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: entry.key))) }
+        try disk.close()
+    }
+}

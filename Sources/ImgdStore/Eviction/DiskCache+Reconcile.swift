@@ -1,0 +1,113 @@
+import ImgdCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a background reconcile has got to: it walks the index in key order, then the 65,536
+/// fan-out folders, a slice at a time.
+public struct ReconcileCursor: Sendable, Equatable {
+    var afterKey: CacheKey?
+    var rowsDone = false
+    var bucket = 0
+
+    public init() {}
+
+    /// True once every row and every folder has been looked at.
+    public var isFinished: Bool { rowsDone && bucket >= 65536 }
+}
+
+/// What reconciling removed so far.
+public struct ReconcileReport: Sendable, Equatable {
+    /// Rows whose file was gone (or not a regular file of the recorded size).
+    public var rowsWithoutFile = 0
+    /// Files no row names (a crash between rename and commit).
+    public var filesWithoutRow = 0
+
+    public init() {}
+}
+
+extension DiskCache {
+    /// Does one budgeted slice of the background reconcile: up to `budget` rows or files looked
+    /// at, then returns, so it can run between other work without ever holding a lookup up for
+    /// long. Call again with the same cursor until ``ReconcileCursor/isFinished``.
+    ///
+    /// Rows are checked by size (content hashes are checked lazily, on first use after an
+    /// unclean shutdown, or by ``checkAll(sliceSize:onBad:)``).
+    public func reconcile(_ cursor: inout ReconcileCursor, budget: Int = DiskCache.evictionPassLimit) throws(SQLiteError)
+        -> ReconcileReport
+    {
+        var report = ReconcileReport()
+        var spent = 0
+        while !cursor.rowsDone, spent < budget {
+            let slice = try index.entries(after: cursor.afterKey, limit: budget - spent)
+            guard let last = slice.last else {
+                cursor.rowsDone = true
+                break
+            }
+            cursor.afterKey = last.key
+            spent += slice.count
+            let missing = slice.filter { directory.existingSize(of: $0.key) != $0.bytes }.map(\.key)
+            self.budget.removed(try index.remove(missing))
+            for key in missing { unlink(directory.path(for: key)) }
+            report.rowsWithoutFile += missing.count
+        }
+        while cursor.rowsDone, cursor.bucket < 65536, spent < budget {
+            let folder = directory.root + "/" + Self.bucketPath(cursor.bucket)
+            for name in Self.fileNames(in: folder) {
+                spent += 1
+                guard let key = Self.key(named: name) else {
+                    // Not a cache file at all (an editor's backup, a stray copy): not ours to keep.
+                    if unlink(folder + "/" + name) == 0 { report.filesWithoutRow += 1 }
+                    continue
+                }
+                if try index.entry(for: key) == nil, unlink(folder + "/" + name) == 0 {
+                    report.filesWithoutRow += 1
+                }
+            }
+            cursor.bucket += 1
+        }
+        return report
+    }
+
+    static func bucketPath(_ bucket: Int) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[(bucket >> 12) & 15], digits[(bucket >> 8) & 15], "/", digits[(bucket >> 4) & 15], digits[bucket & 15]])
+    }
+
+    static func fileNames(in folder: String) -> [String] {
+        guard let handle = opendir(folder) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// The key a cache file's name spells, or nil if the name is not 64 lower-case hex digits.
+    static func key(named name: String) -> CacheKey? {
+        let text = Array(name.utf8)
+        guard text.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        var index = 0
+        while index < 64 {
+            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return SHA256Digest(bytes: bytes).map(CacheKey.init(digest:))
+    }
+
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}
