@@ -37,22 +37,45 @@ enum BinaryRunner {
         let exited = AsyncStream<Void>.makeStream()
         process.terminationHandler = { _ in exited.continuation.finish() }
         try process.run()
-        // Read both pipes while it runs, so a chatty child never blocks on a full pipe.
-        async let out = stdout.fileHandleForReading.readToEnd()
-        async let err = stderr.fileHandleForReading.readToEnd()
+        // Read both pipes while it runs, so a chatty child never blocks on a full pipe — on
+        // Dispatch threads: a blocking read on Swift's cooperative pool (2 threads here) would
+        // starve every other test running meanwhile.
+        let outReader = stdout.fileHandleForReading, errReader = stderr.fileHandleForReading
+        async let out = offPool { (try? outReader.readToEnd()) ?? Data() }
+        async let err = offPool { (try? errReader.readToEnd()) ?? Data() }
         let watchdog = Task {
             try await Task.sleep(for: timeout)
             process.terminate()
         }
         for await _ in exited.stream {}
         watchdog.cancel()
-        let outData = try await out ?? Data()
-        let errData = try await err ?? Data()
+        let outData = await out
+        let errData = await err
         return Output(
             status: process.terminationStatus,
             stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
     }
+}
+
+/// Runs blocking work on a Dispatch thread instead of Swift's cooperative pool.
+func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
+}
+
+extension Process {
+    /// Waits for the process to exit without holding a cooperative-pool thread.
+    func exited() async {
+        let process = UncheckedProcess(process: self)
+        await offPool { process.process.waitUntilExit() }
+    }
+}
+
+/// `Process` is not `Sendable`; waiting on it from one other thread is safe.
+private struct UncheckedProcess: @unchecked Sendable {
+    let process: Process
 }
 
 extension BinaryRunner {

@@ -25,7 +25,7 @@ struct CrashSafetyTests {
         // The stalled body has reached its temp file.
         #expect(await eventually { ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp")) ?? []).count == 1 })
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await process.exited()
 
         let stuckKey = try ImageURL(server.url(stalled)).cacheKey
         #expect(!FileManager.default.fileExists(atPath: cacheRoot + "/" + stuckKey.relativePath))

@@ -92,7 +92,7 @@ struct PrefetchCommandTests {
         #expect(second.stderr.contains("another imgd (pid \(first.processIdentifier)) is using this cache"))
         #expect(server.requestCount("/img/other.png") == 0)
         server.openGate("go")
-        first.waitUntilExit()
+        await first.exited()
         #expect(first.terminationStatus == 0)
         #expect(scratch.files(under: "c").count == 1)
         try await server.shutdown()

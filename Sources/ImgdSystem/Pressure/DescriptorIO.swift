@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The few blocking descriptor operations the pressure monitor needs, retrying interrupts and
+/// short writes, and reporting failures as ``MemoryPressureError``.
+enum DescriptorIO {
+    /// The whole of a small file (a PSI file, /proc/self/cgroup), at most `limit` bytes; the
+    /// rest is ignored. Opened and closed on each call, so a file replaced by rename is seen.
+    static func readFile(_ path: String, limit: Int) throws(MemoryPressureError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .cannotOpen(path: path, errno: errno) }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var count = 0
+        while count < limit {
+            let result = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, limit - count) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .readFailed(path: path, errno: errno)
+            }
+            if result == 0 { break }
+            count += result
+        }
+        bytes.removeSubrange(count...)
+        return bytes
+    }
+
+    /// Writes all of `bytes` to `descriptor`; returns 0, or the `errno` of the failure. A PSI
+    /// file takes a trigger only in one write, which a regular write of a few bytes is.
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            let result = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += result
+        }
+        return 0
+    }
+
+    /// Reads and discards what is waiting on a non-blocking `descriptor`, at most 64 KiB a call
+    /// so a peer that never stops writing cannot keep the thread here.
+    /// Returns how many bytes were read and whether the other end has closed.
+    static func drain(_ descriptor: Int32, path: String) throws(MemoryPressureError) -> (count: Int, closed: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var total = 0
+        for _ in 0..<16 {
+            let result = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if result > 0 {
+                total += result
+                continue
+            }
+            if result == 0 { return (total, true) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return (total, false)
+            default: throw .readFailed(path: path, errno: errno)
+            }
+        }
+        return (total, false)
+    }
+}
