@@ -6,8 +6,8 @@
 SWIFT ?= swift
 # Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, through pkg-config.
 BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev pkg-config
-# The tests also drive the curl command-line tool against their own server.
-TEST_PACKAGES := curl
+# The tests also drive the curl and sqlite3 command-line tools.
+TEST_PACKAGES := curl sqlite3
 LIST ?=
 CACHE ?= ./imgd-data/cache
 

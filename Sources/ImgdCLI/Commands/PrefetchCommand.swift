@@ -23,6 +23,15 @@ struct PrefetchCommand: AsyncParsableCommand {
     @Option(help: "The cache folder.")
     var cache: String = "./imgd-data/cache"
 
+    @Option(help: "The cache's size cap (units KiB, MiB, GiB, KB, MB, GB, or bytes); least recently used entries are evicted to stay under it.")
+    var diskLimit: ByteCount = ByteCount(DiskCache.defaultLimit)
+
+    @Option(help: "Entries not used for this long are removed at start (units 30m, 12h, 7d).")
+    var maxAge: DurationArgument = DurationArgument("7d", .seconds(7 * 86_400))
+
+    @Option(help: "The memory tier's cap (used by the daemon to serve lookups; prefetch streams to disk and does not fill it).")
+    var memoryLimit: ByteCount = ByteCount(64 << 20)
+
     @Option(help: "Transfers at once, in all (1–1024).")
     var maxParallel: Int = DownloadPolicy().maxParallel
 
@@ -53,6 +62,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         guard (1...10).contains(attempts) else { throw ValidationError("--attempts must be 1–10") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard diskLimit.bytes > 0 else { throw ValidationError("--disk-limit must be positive") }
+        guard maxAge.duration > .zero else { throw ValidationError("--max-age must be positive") }
         for range in deniedRanges where IPRange(range) == nil {
             throw ValidationError("--deny \(range) is not an address range like 169.254.0.0/16")
         }
@@ -76,7 +87,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         let disk: DiskCache
         let downloader: Downloader
         do {
-            disk = try DiskCache(root: cache)
+            disk = try DiskCache(root: cache, limit: diskLimit.bytes)
+            try CacheMaintenance(disk: disk, maxAge: maxAge.duration).atStart(console: console)
             downloader = try Downloader(cache: disk, policy: policy)
         } catch {
             console.message("imgd: \(error)")

@@ -10,6 +10,12 @@ public struct EvictionPass: Sendable, Equatable {
     public var bytes = 0
     /// True when the pass stopped at its budget with more to do.
     public var isIncomplete = false
+
+    public init(files: Int = 0, bytes: Int = 0, isIncomplete: Bool = false) {
+        self.files = files
+        self.bytes = bytes
+        self.isIncomplete = isIncomplete
+    }
 }
 
 extension DiskCache {

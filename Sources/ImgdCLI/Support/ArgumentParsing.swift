@@ -1,0 +1,30 @@
+import ArgumentParser
+import ImgdCore
+
+/// Sizes on the command line: `1GiB`, `64 MiB`, `500MB`, or plain bytes.
+extension ByteCount: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let parsed = try? ByteCount(parsing: argument) else { return nil }
+        self = parsed
+    }
+
+    public var defaultValueDescription: String { description }
+}
+
+/// Durations on the command line: `30m`, `12h`, `7d` (a bare number is seconds).
+struct DurationArgument: ExpressibleByArgument, Sendable {
+    let duration: Duration
+    let text: String
+
+    init(_ text: String, _ duration: Duration) {
+        self.text = text
+        self.duration = duration
+    }
+
+    init?(argument: String) {
+        guard let parsed = try? Duration.parsing(argument) else { return nil }
+        self.init(argument, parsed)
+    }
+
+    var defaultValueDescription: String { text }
+}
