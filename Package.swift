@@ -68,6 +68,10 @@ let package = Package(
         .executableTarget(
             name: "imgd", dependencies: ["ImgdCLI"],
             swiftSettings: swiftSettings),
+        /// The index at scale (1,000,000 entries): open time, lookups, lookups during eviction.
+        .executableTarget(
+            name: "imgd-index-bench", dependencies: ["ImgdStore", "ImgdCore"],
+            swiftSettings: swiftSettings),
 
         // MARK: Testing.
         /// A real HTTP server on 127.0.0.1 with scripted misbehaviour, and generated images.

@@ -118,7 +118,9 @@ public final class CacheIndex: Sendable {
     public func evictionCandidates(
         now: Int, accessedBefore: Int? = nil, limit: Int
     ) throws(SQLiteError) -> [(key: CacheKey, bytes: Int)] {
-        try reader.withLock { connection throws(SQLiteError) in
+        // On the writer's connection: eviction is write-side work, and lookups must not queue
+        // behind its queries on theirs.
+        try writer.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
                 SELECT key, bytes FROM entries
                 WHERE last_access < ?3 AND (pinned_until IS NULL OR pinned_until <= ?1)
