@@ -121,22 +121,26 @@ public final class CacheDirectory: Sendable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func hexByte(_ value: Int) -> String {
+    static func hexByte(_ value: Int) -> String {
         String(decoding: [hexDigits[value >> 4], hexDigits[value & 0xF]], as: UTF8.self)
     }
 
     private func removeTempLeftovers() {
-        let duplicate = dup(tempDescriptor)
-        guard duplicate >= 0, let folder = fdopendir(duplicate) else { return }
-        defer { closedir(folder) }
-        rewinddir(folder)
-        while let entry = readdir(folder) {
+        for name in Self.fileNames(in: tempFolder) { unlinkat(tempDescriptor, name, 0) }
+    }
+
+    /// The names in `folder` (none if it cannot be read), `.` and `..` excluded.
+    static func fileNames(in folder: String) -> [String] {
+        guard let handle = opendir(folder) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
             }
-            guard name != ".", name != ".." else { continue }
-            unlinkat(tempDescriptor, name, 0)
+            if name != ".", name != ".." { names.append(name) }
         }
+        return names
     }
 
     private static func makeFolders(_ path: String) throws(StoreError) {

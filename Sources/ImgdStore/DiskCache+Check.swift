@@ -71,7 +71,7 @@ extension DiskCache {
         var removed = 0
         for bucket in 0..<65536 {
             let folder = directory.root + "/" + Self.bucketPath(bucket)
-            for name in Self.fileNames(in: folder) {
+            for name in CacheDirectory.fileNames(in: folder) {
                 if let key = Self.key(named: name), known.contains(key) { continue }
                 if unlink(folder + "/" + name) == 0 { removed += 1 }
             }

@@ -7,7 +7,4 @@ enum CurlLibrary {
 
     /// Initialises libcurl if that has not happened yet; false if libcurl refused.
     static func initialize() -> Bool { initialized }
-
-    /// libcurl's version string, for `--version` and benchmark reports.
-    static var version: String { String(cString: curl_version()) }
 }

@@ -54,7 +54,7 @@ extension DiskCache {
         }
         while cursor.rowsDone, cursor.bucket < 65536, spent < budget {
             let folder = directory.root + "/" + Self.bucketPath(cursor.bucket)
-            for name in Self.fileNames(in: folder) {
+            for name in CacheDirectory.fileNames(in: folder) {
                 spent += 1
                 guard let key = Self.key(named: name) else {
                     // Not a cache file at all (an editor's backup, a stray copy): not ours to keep.
@@ -70,22 +70,9 @@ extension DiskCache {
         return report
     }
 
+    /// `ab/cd` for bucket 0xabcd.
     static func bucketPath(_ bucket: Int) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[(bucket >> 12) & 15], digits[(bucket >> 8) & 15], "/", digits[(bucket >> 4) & 15], digits[bucket & 15]])
-    }
-
-    static func fileNames(in folder: String) -> [String] {
-        guard let handle = opendir(folder) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
+        CacheDirectory.hexByte(bucket >> 8) + "/" + CacheDirectory.hexByte(bucket & 0xFF)
     }
 
     /// The key a cache file's name spells, or nil if the name is not 64 lower-case hex digits.
