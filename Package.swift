@@ -57,6 +57,16 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings),
+        /// The daemon's services: the cache's upkeep, memory pressure, the spool, the control socket,
+        /// systemd's notifications, started in order and stopped in reverse.
+        .target(
+            name: "ImgdDaemon",
+            dependencies: [
+                "ImgdCore", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
         /// The command-line front ends (`imgd prefetch`), kept out of the executable so they read as a library.
         .target(
             name: "ImgdCLI",
@@ -87,7 +97,7 @@ let package = Package(
             name: "ImgdCoreTests", dependencies: ["ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore"],
+            name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdTestSupport"],
@@ -95,6 +105,10 @@ let package = Package(
         .testTarget(
             name: "ImgdNetworkTests",
             dependencies: ["ImgdNetwork", "ImgdStore", "ImgdCore", "ImgdTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdDaemonTests",
+            dependencies: ["ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",

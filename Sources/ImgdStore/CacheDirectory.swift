@@ -18,8 +18,10 @@ public final class CacheDirectory: Sendable {
     /// Bodies in progress; emptied at start.
     public var tempFolder: String { root + "/tmp" }
 
-    private let rootDescriptor: Int32
-    private let tempDescriptor: Int32
+    /// The folder's descriptors, swapped by ``reopen()`` when the folder was removed at run time.
+    /// Replaced descriptors are kept open, never closed, so a call that read them just before the
+    /// swap cannot land on a reused descriptor number (one pair per recovery, so few).
+    private let descriptors: Mutex<FolderDescriptors>
     /// Makes temp names unique within this process; the pid makes them unique across processes.
     private let tempCounter = Atomic<UInt64>(0)
     private let processID = getpid()
@@ -30,24 +32,36 @@ public final class CacheDirectory: Sendable {
     /// Opens (creating if needed) the cache folder at `root` and empties its temp folder.
     public init(root: String) throws(StoreError) {
         self.root = root
-        try Self.makeFolders(root)
-        rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let opened = try Self.openFolders(root)
+        descriptors = Mutex(opened)
+        removeTempLeftovers()
+    }
+
+    deinit {
+        descriptors.withLock { descriptors in
+            for fd in descriptors.retired + [descriptors.temp, descriptors.root] { close(fd) }
+        }
+    }
+
+    /// Creates the folder and its first-level fan-out folders and opens it.
+    private static func openFolders(_ root: String) throws(StoreError) -> FolderDescriptors {
+        try makeFolders(root)
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard rootDescriptor >= 0 else { throw .cannotOpenFolder(path: root, errno: errno) }
         if mkdirat(rootDescriptor, "tmp", 0o755) != 0, errno != EEXIST {
             let code = errno
             close(rootDescriptor)
             throw .cannotOpenFolder(path: root + "/tmp", errno: code)
         }
-        tempDescriptor = openat(rootDescriptor, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let tempDescriptor = openat(rootDescriptor, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard tempDescriptor >= 0 else {
             let code = errno
             close(rootDescriptor)
             throw .cannotOpenFolder(path: root + "/tmp", errno: code)
         }
-        removeTempLeftovers()
         // The 256 first-level folders, once: every later publish needs at most one mkdir.
         for first in 0..<256 {
-            let name = Self.hexByte(first)
+            let name = hexByte(first)
             if mkdirat(rootDescriptor, name, 0o755) != 0, errno != EEXIST {
                 let code = errno
                 close(tempDescriptor)
@@ -55,11 +69,44 @@ public final class CacheDirectory: Sendable {
                 throw .cannotOpenFolder(path: root + "/" + name, errno: code)
             }
         }
+        return FolderDescriptors(root: rootDescriptor, temp: tempDescriptor)
     }
 
-    deinit {
-        close(tempDescriptor)
-        close(rootDescriptor)
+    private var rootDescriptor: Int32 { descriptors.withLock { $0.root } }
+    private var tempDescriptor: Int32 { descriptors.withLock { $0.temp } }
+
+    // MARK: - Health
+
+    /// True while the folder we hold open is still the one at ``root`` (not removed, renamed
+    /// away or replaced by another).
+    public var isInPlace: Bool {
+        var held = stat(), named = stat()
+        guard fstat(rootDescriptor, &held) == 0, stat(root, &named) == 0 else { return false }
+        return held.st_dev == named.st_dev && held.st_ino == named.st_ino && held.st_nlink > 0
+    }
+
+    /// Checks that a file can be created in the temp folder (creates and removes one); the
+    /// error says why not (read-only filesystem, permissions, no space or inodes).
+    public func probeWritable() throws(StoreError) {
+        let name = ".probe.\(processID)"
+        let fd = openat(tempDescriptor, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .cannotCreateTempFile(path: tempFolder, errno: errno) }
+        close(fd)
+        unlinkat(tempDescriptor, name, 0)
+    }
+
+    /// Creates the folder again at ``root`` and uses it from now on: the recovery when the
+    /// folder was removed while imgd ran. Files in the old folder are not carried over.
+    public func reopen() throws(StoreError) {
+        let opened = try Self.openFolders(root)
+        descriptors.withLock { descriptors in
+            descriptors.retired += [descriptors.root, descriptors.temp]
+            descriptors.root = opened.root
+            descriptors.temp = opened.temp
+        }
+        knownFolders.withLock { words in
+            for index in words.indices { words[index] = 0 }
+        }
     }
 
     /// The absolute path an entry has (or would have).
@@ -78,9 +125,10 @@ public final class CacheDirectory: Sendable {
     public func makeTempFile(for key: CacheKey) throws(StoreError) -> TempFile {
         let serial = tempCounter.add(1, ordering: .relaxed).newValue
         let name = "\(key.hex).\(processID).\(serial).part"
-        let fd = openat(tempDescriptor, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let folder = tempDescriptor
+        let fd = openat(folder, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .cannotCreateTempFile(path: tempFolder, errno: errno) }
-        return TempFile(name: name, path: tempFolder + "/" + name, fileDescriptor: fd, folderDescriptor: tempDescriptor)
+        return TempFile(name: name, path: tempFolder + "/" + name, fileDescriptor: fd, folderDescriptor: folder)
     }
 
     /// Gives `file` its final name for `key` (replacing any older file atomically) and returns
@@ -89,11 +137,12 @@ public final class CacheDirectory: Sendable {
     public func publish(_ file: TempFile, as key: CacheKey) throws(StoreError) -> String {
         let relativePath = key.relativePath
         try ensureFanOutFolder(for: key, force: false)
-        var result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
+        let rootDescriptor = rootDescriptor
+        var result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         if result != 0, errno == ENOENT {
             // The folder was removed under us (an operator cleaning up): make it again, once.
             try ensureFanOutFolder(for: key, force: true)
-            result = renameat(tempDescriptor, file.name, rootDescriptor, relativePath)
+            result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         }
         guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
         file.markPublished()
@@ -104,6 +153,7 @@ public final class CacheDirectory: Sendable {
         let bucket = key.fanOutBucket
         let (word, bit) = (bucket / 64, UInt64(1) << UInt64(bucket % 64))
         if !force, knownFolders.withLock({ $0[word] & bit != 0 }) { return }
+        let rootDescriptor = rootDescriptor
         let first = Self.hexByte(bucket >> 8)
         let folder = first + "/" + Self.hexByte(bucket & 0xFF)
         if mkdirat(rootDescriptor, folder, 0o755) != 0 {
@@ -126,7 +176,8 @@ public final class CacheDirectory: Sendable {
     }
 
     private func removeTempLeftovers() {
-        for name in Self.fileNames(in: tempFolder) { unlinkat(tempDescriptor, name, 0) }
+        let folder = tempDescriptor
+        for name in Self.fileNames(in: tempFolder) { unlinkat(folder, name, 0) }
     }
 
     /// The names in `folder` (none if it cannot be read), `.` and `..` excluded.
@@ -152,4 +203,12 @@ public final class CacheDirectory: Sendable {
             }
         }
     }
+}
+
+/// The descriptors a ``CacheDirectory`` resolves paths against.
+private struct FolderDescriptors {
+    var root: Int32
+    var temp: Int32
+    /// Descriptors of folders replaced by ``CacheDirectory/reopen()``, closed at deinit.
+    var retired: [Int32] = []
 }

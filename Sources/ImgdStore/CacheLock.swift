@@ -16,6 +16,18 @@ public final class CacheLock: Sendable {
     /// Takes the lock, or throws ``CacheLockError/held(path:pid:)`` at once if another process has it.
     public init(path: String) throws(CacheLockError) {
         self.path = path
+        descriptor = Atomic(try Self.lock(path))
+    }
+
+    /// Takes the lock on a new lock file at ``path``: the recovery when the cache folder (and
+    /// the file locked) was removed while imgd ran, so a second imgd cannot take the new folder.
+    public func reacquire() throws(CacheLockError) {
+        let fd = try Self.lock(path)
+        let old = descriptor.exchange(fd, ordering: .relaxed)
+        if old >= 0 { close(old) }
+    }
+
+    private static func lock(_ path: String) throws(CacheLockError) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .cannotOpen(path: path, errno: errno) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -30,7 +42,7 @@ public final class CacheLock: Sendable {
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
-        descriptor = Atomic(fd)
+        return fd
     }
 
     deinit { release() }

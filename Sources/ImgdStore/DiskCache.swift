@@ -19,7 +19,7 @@ public final class DiskCache: Sendable {
     public let index: CacheIndex
     /// The size cap and what counts against it.
     public let budget: DiskBudget
-    private let lock: CacheLock
+    let lock: CacheLock
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30

@@ -16,7 +16,8 @@ public final class TempFile {
     public private(set) var fileDescriptor: Int32
     /// Bytes written so far.
     public private(set) var count = 0
-    private let folderDescriptor: Int32
+    /// The temp folder it lives in (the one open when it was made, even if the folder was reopened since).
+    let folderDescriptor: Int32
     private var isFinished = false
 
     init(name: String, path: String, fileDescriptor: Int32, folderDescriptor: Int32) {

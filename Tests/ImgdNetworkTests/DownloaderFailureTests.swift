@@ -228,28 +228,3 @@ func closedPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// A small tmpfs, for a real ENOSPC. Needs root (or CAP_SYS_ADMIN); tests that use it are skipped without.
-struct TmpfsMount {
-    let path: String
-
-    static let isAvailable: Bool = {
-        guard getuid() == 0, let probe = try? TmpfsMount(bytes: 64 * 1024) else { return false }
-        probe.unmount()
-        return true
-    }()
-
-    init(bytes: Int) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-tmpfs-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
-            let code = errno
-            try? FileManager.default.removeItem(atPath: path)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EPERM)
-        }
-    }
-
-    func unmount() {
-        umount2(path, Int32(MNT_DETACH))
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}

@@ -149,7 +149,8 @@ struct ReconcileTests {
         var total = ReconcileReport()
         var slices = 0
         while !cursor.isFinished {
-            let report = try disk.reconcile(&cursor, budget: 7)
+            // Two minutes on: the orphans are past their grace.
+            let report = try disk.reconcile(&cursor, budget: 7, now: WallClock.nowMilliseconds() + 120_000)
             total.rowsWithoutFile += report.rowsWithoutFile
             total.filesWithoutRow += report.filesWithoutRow
             slices += 1
@@ -161,6 +162,23 @@ struct ReconcileTests {
         #expect(disk.budget.snapshot.stored == 22 * 50)
         for entry in entries[3..<25] { #expect(disk.lookup(entry.key) != nil) }
         for entry in entries[25...] { #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: entry.key))) }
+        try disk.close()
+    }
+
+    @Test("a file just published keeps its place until its row, due milliseconds later, can arrive")
+    func youngOrphanIsKept() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let disk = try DiskCache(root: root)
+        let url = try ImageURL("http://example.com/young.png")
+        let file = try disk.directory.makeTempFile(for: url.cacheKey)
+        try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try file.write($0) }
+        try disk.directory.publish(file, as: url.cacheKey)
+        var cursor = ReconcileCursor()
+        var removed = 0
+        while !cursor.isFinished { removed += try disk.reconcile(&cursor).filesWithoutRow }
+        #expect(removed == 0)
+        #expect(FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
         try disk.close()
     }
 }

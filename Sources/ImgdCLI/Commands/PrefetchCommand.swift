@@ -88,12 +88,18 @@ struct PrefetchCommand: AsyncParsableCommand {
         let downloader: Downloader
         do {
             disk = try DiskCache(root: cache, limit: diskLimit.bytes)
-            try CacheMaintenance(disk: disk, maxAge: maxAge.duration).atStart(console: console)
             downloader = try Downloader(cache: disk, policy: policy)
         } catch {
             console.message("imgd: \(error)")
             throw ExitCode(1)
         }
+        // Housekeeping before the first download: entries past --max-age go, and a cache over a
+        // lowered --disk-limit is brought down to its low-water mark.
+        var settings = MaintenanceSettings()
+        settings.maxAge = maxAge.duration
+        let maintainer = DiskCacheMaintainer(cache: disk, settings: settings, log: { console.message("imgd: \($0)") })
+        await maintainer.sweepExpired(settings: settings)
+        await maintainer.enforceLimit(settings: settings)
         let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()
         await downloader.shutdown()
         do {

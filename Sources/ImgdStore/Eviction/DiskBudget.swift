@@ -62,6 +62,12 @@ public final class DiskBudget: Sendable {
         state.withLock { $0.stored -= bytes }
     }
 
+    /// Starts counting stored bytes afresh at `stored` (the cache folder was re-created empty);
+    /// reservations in progress stay.
+    public func reset(stored: Int) {
+        state.withLock { $0.stored = stored }
+    }
+
     /// Changes the limit (a reload). Lowering it below what is used leaves ``Snapshot/excess``
     /// for eviction to remove.
     public func setLimit(_ limit: Int) {

@@ -33,10 +33,13 @@ extension DiskCache {
     /// long. Call again with the same cursor until ``ReconcileCursor/isFinished``.
     ///
     /// Rows are checked by size (content hashes are checked lazily, on first use after an
-    /// unclean shutdown, or by ``checkAll(sliceSize:onBad:)``).
-    public func reconcile(_ cursor: inout ReconcileCursor, budget: Int = DiskCache.evictionPassLimit) throws(SQLiteError)
-        -> ReconcileReport
-    {
+    /// unclean shutdown, or by ``checkAll(sliceSize:onBad:)``). A file without a row is removed
+    /// only when it is older than `orphanGrace` milliseconds at `now`: a file just published
+    /// gets its row a few milliseconds later, in the publisher's next batch.
+    public func reconcile(
+        _ cursor: inout ReconcileCursor, budget: Int = DiskCache.evictionPassLimit,
+        now: Int = WallClock.nowMilliseconds(), orphanGrace: Int = 60_000
+    ) throws(SQLiteError) -> ReconcileReport {
         var report = ReconcileReport()
         var spent = 0
         while !cursor.rowsDone, spent < budget {
@@ -54,6 +57,7 @@ extension DiskCache {
         }
         while cursor.rowsDone, cursor.bucket < 65536, spent < budget {
             let folder = directory.root + "/" + Self.bucketPath(cursor.bucket)
+            spent += 1  // an empty folder costs a little too: 65,536 of them add up
             for name in CacheDirectory.fileNames(in: folder) {
                 spent += 1
                 guard let key = Self.key(named: name) else {
@@ -61,13 +65,22 @@ extension DiskCache {
                     if unlink(folder + "/" + name) == 0 { report.filesWithoutRow += 1 }
                     continue
                 }
-                if try index.entry(for: key) == nil, unlink(folder + "/" + name) == 0 {
+                if try index.entry(for: key) == nil, Self.modified(folder + "/" + name, before: now - orphanGrace),
+                    unlink(folder + "/" + name) == 0
+                {
                     report.filesWithoutRow += 1
                 }
             }
             cursor.bucket += 1
         }
         return report
+    }
+
+    /// True when the file at `path` was last modified before `time` (milliseconds since 1970).
+    private static func modified(_ path: String, before time: Int) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        return Int(info.st_mtim.tv_sec) * 1000 + Int(info.st_mtim.tv_nsec) / 1_000_000 < time
     }
 
     /// `ab/cd` for bucket 0xabcd.

@@ -60,6 +60,19 @@ public final class CacheIndex: Sendable {
     /// Opens (creating if needed) the index at `path`.
     public init(path: String) throws(SQLiteError) {
         self.path = path
+        let opened = try Self.open(path, carrying: nil)
+        self.previousShutdownWasClean = opened.clean
+        self.generation = opened.generation
+        self.writer = Mutex(opened.writer)
+        self.reader = Mutex(try SQLiteConnection(path: path))
+    }
+
+    /// Opens the writer's connection, creating the schema, and starts a run: reads and bumps the
+    /// generation after an unclean shutdown, then marks the index in use. With `carrying`, the
+    /// file is a fresh one replacing a lost index, and takes that generation.
+    private static func open(_ path: String, carrying: Int?) throws(SQLiteError)
+        -> (writer: SQLiteConnection, clean: Bool, generation: Int)
+    {
         let writer = try SQLiteConnection(path: path)
         // WAL with synchronous NORMAL: commits never fsync (a lost row just means a refetch; a
         // row never points at a missing or partial file, see the type's notes), only
@@ -71,15 +84,28 @@ public final class CacheIndex: Sendable {
             let clean = try Self.meta(writer, "clean") ?? 1
             var generation = try Self.meta(writer, "generation") ?? 1
             if clean == 0 { generation += 1 }
+            if let carrying { generation = max(generation, carrying) }
             try Self.setMeta(writer, "generation", generation)
             try Self.setMeta(writer, "clean", 0)
             return (clean != 0, generation)
         }
-        self.previousShutdownWasClean = clean
-        self.generation = generation
-        let reader = try SQLiteConnection(path: path)
-        self.writer = Mutex(writer)
-        self.reader = Mutex(reader)
+        return (writer, clean, generation)
+    }
+
+    /// Opens the index file at ``path`` again, creating it empty if it is gone: the recovery
+    /// when the cache folder was removed while imgd ran (the old connections would go on
+    /// writing to a deleted file). Pending access times of the old file are dropped with it.
+    public func reopen() throws(SQLiteError) {
+        // Each connection is made inside its mutex: a connection is not Sendable, so it cannot be
+        // made outside and handed in.
+        let (path, generation) = (path, generation)
+        try writer.withLock { connection throws(SQLiteError) in
+            connection = try Self.open(path, carrying: generation).writer
+        }
+        try reader.withLock { connection throws(SQLiteError) in
+            connection = try SQLiteConnection(path: path)
+        }
+        pendingAccesses.withLock { $0.removeAll() }
     }
 
     // MARK: - Reading

@@ -36,7 +36,13 @@ public final class MemoryCache: Sendable {
     /// The bytes stored for `key`, which becomes the most recently used; nil when absent.
     /// Counts a hit or a miss.
     public func value(for key: CacheKey) -> [UInt8]? {
-        state.withLock { $0.value(for: key) }
+        image(for: key)?.bytes
+    }
+
+    /// The image stored for `key` (bytes and, when known, its disk entry), which becomes the
+    /// most recently used; nil when absent. Counts a hit or a miss.
+    public func image(for key: CacheKey) -> MemoryImage? {
+        state.withLock { $0.image(for: key) }
     }
 
     /// Stores `bytes` for `key` as the most recently used, replacing what was there, then evicts
@@ -44,7 +50,12 @@ public final class MemoryCache: Sendable {
     /// ``Statistics/rejected``) when `bytes` is larger than 1/8 of the byte limit or the cache
     /// is cooling down after a purge; a refused insert also drops the key's older bytes.
     public func insert(_ bytes: [UInt8], for key: CacheKey) {
-        state.withLock { $0.insert(bytes, for: key, now: now) }
+        insert(MemoryImage(bytes: bytes, entry: nil), for: key)
+    }
+
+    /// Stores `image` for `key`, under the same rules as inserting bare bytes.
+    public func insert(_ image: MemoryImage, for key: CacheKey) {
+        state.withLock { $0.insert(image, for: key, now: now) }
     }
 
     /// Forgets `key`, if present (the disk copy was deleted or replaced).
@@ -74,5 +85,17 @@ public final class MemoryCache: Sendable {
     /// check the list, its dictionary and the byte count agree.
     func keysByRecency() -> [(key: CacheKey, size: Int)] {
         state.withLock { $0.entries.keysByRecency().map { ($0.key, $0.cost) } }
+    }
+}
+
+/// An image held in memory: its bytes and, when it came from the disk tier, the entry they
+/// were read from (so a memory hit answers path, size and format without the index).
+public struct MemoryImage: Sendable, Equatable {
+    public let bytes: [UInt8]
+    public let entry: CachedEntry?
+
+    public init(bytes: [UInt8], entry: CachedEntry?) {
+        self.bytes = bytes
+        self.entry = entry
     }
 }

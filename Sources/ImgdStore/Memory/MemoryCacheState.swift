@@ -4,7 +4,7 @@ import ImgdCore
 /// the counters and the end of the cool-down. Plain value logic; the clock is passed in so
 /// it is read only when a cool-down is pending.
 struct MemoryCacheState {
-    var entries = LRUList<CacheKey, [UInt8]>()
+    var entries = LRUList<CacheKey, MemoryImage>()
     var limitBytes: Int
     var limitEntries: Int
     let coolDown: Duration
@@ -19,23 +19,23 @@ struct MemoryCacheState {
     /// the working set.
     var largestObject: Int { limitBytes / 8 }
 
-    mutating func value(for key: CacheKey) -> [UInt8]? {
-        if let bytes = entries.touch(key) {
+    mutating func image(for key: CacheKey) -> MemoryImage? {
+        if let image = entries.touch(key) {
             hits += 1
-            return bytes
+            return image
         }
         misses += 1
         return nil
     }
 
-    mutating func insert(_ bytes: [UInt8], for key: CacheKey, now: () -> ContinuousClock.Instant) {
-        guard !isCoolingDown(now: now), bytes.count <= largestObject else {
+    mutating func insert(_ image: MemoryImage, for key: CacheKey, now: () -> ContinuousClock.Instant) {
+        guard !isCoolingDown(now: now), image.bytes.count <= largestObject else {
             rejected += 1
             // An older version must not be served in place of the refused one.
             entries.remove(key)
             return
         }
-        entries.set(bytes, cost: bytes.count, for: key)
+        entries.set(image, cost: image.bytes.count, for: key)
         evictToLimits()
     }
 

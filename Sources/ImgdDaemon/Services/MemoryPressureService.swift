@@ -1,0 +1,38 @@
+import ImgdStore
+import ImgdSystem
+
+/// Answers memory pressure: each event, from the system or from the `purge` command, empties
+/// the memory tier (which then refuses new images for its cool-down), gives freed heap back to
+/// the system with `malloc_trim(0)`, and is logged once and counted.
+public final class MemoryPressureService: Sendable {
+    /// The watcher of the pressure source (its ``MemoryPressureMonitor/eventCount`` counts events).
+    public let monitor: MemoryPressureMonitor
+
+    /// Watches `source` and purges `memory` on each event; `onEvent` is told after the purge
+    /// (the daemon passes events on to subscribers), `log` gets one line per event.
+    public init(
+        source: MemoryPressureSource, memory: MemoryCache,
+        log: @escaping @Sendable (String) -> Void = { _ in },
+        onEvent: @escaping @Sendable (MemoryPressureEvent, _ purgedBytes: Int) -> Void = { _, _ in }
+    ) {
+        monitor = MemoryPressureMonitor(source: source) { event in
+            let held = memory.statistics.bytes
+            memory.purge()
+            MallocTrim.releaseFreeMemory()
+            log("memory pressure (\(event.origin), event \(event.count)): purged the memory tier (\(held) bytes)")
+            onEvent(event, held)
+        }
+    }
+
+    /// Watches until the calling task is cancelled. A source that fails (a socket closed by its
+    /// other end, a PSI file flagged by the kernel) ends the watch with an error; the `purge`
+    /// command still works.
+    public func run() async throws(MemoryPressureError) {
+        try await monitor.run()
+    }
+
+    /// Reports an event from the `purge` command.
+    public func purge() {
+        monitor.trigger()
+    }
+}

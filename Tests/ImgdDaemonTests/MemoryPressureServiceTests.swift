@@ -1,0 +1,64 @@
+import Foundation
+import ImgdCore
+import ImgdDaemon
+import ImgdStore
+import ImgdSystem
+import ImgdTestSupport
+import Synchronization
+import Testing
+
+@Suite("Memory pressure service")
+struct MemoryPressureServiceTests {
+    @Test("a FIFO as MEMORY_PRESSURE_WATCH: one write empties the memory tier within 100 ms and moves the counters")
+    func fifoPurgesTheTier() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-pressure-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fifo = folder + "/pressure.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+
+        let memory = MemoryCache(limitBytes: 1 << 20)
+        for index in 0..<10 {
+            memory.insert([UInt8](repeating: 1, count: 1000), for: try ImageURL("http://example.com/\(index).png").cacheKey)
+        }
+        let logged = LogLines()
+        // When the purge was done, read on the watching thread: the test's own polling runs on a
+        // cooperative pool that other suites keep busy, so it would measure them, not imgd.
+        let purgedAt = Mutex<[ContinuousClock.Instant]>([])
+        let service = MemoryPressureService(
+            source: MemoryPressureSource.resolve(environment: ["MEMORY_PRESSURE_WATCH": fifo]), memory: memory,
+            log: { logged.append($0) }, onEvent: { _, _ in purgedAt.withLock { $0.append(.now) } })
+        let task = Task { try await service.run() }
+        defer { task.cancel() }
+
+        // The watch opens the FIFO for reading; a non-blocking writer can open once it has.
+        var writer: Int32 = -1
+        #expect(await eventually { writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC); return writer >= 0 })
+        defer { close(writer) }
+        #expect(memory.statistics.entries == 10)
+        let sent = ContinuousClock.now
+        var byte: UInt8 = 1
+        #expect(write(writer, &byte, 1) == 1)
+        #expect(await eventually(timeout: .seconds(5)) { memory.statistics.entries == 0 })
+        let purged = try #require(purgedAt.withLock { $0.first })
+        #expect(purged - sent < .milliseconds(100))
+        #expect(memory.statistics.purges == 1)
+        #expect(service.monitor.eventCount == 1)
+        #expect(logged.lines == ["memory pressure (systemd, event 1): purged the memory tier (10000 bytes)"])
+        // The tier refuses to refill during its cool-down.
+        memory.insert([1, 2, 3], for: try ImageURL("http://example.com/again.png").cacheKey)
+        #expect(memory.statistics.entries == 0)
+
+        // The purge command is an event like any other.
+        service.purge()
+        #expect(service.monitor.eventCount == 2)
+        #expect(memory.statistics.purges == 2)
+    }
+}
+
+/// Log lines collected from any thread.
+final class LogLines: Sendable {
+    private let stored = Mutex<[String]>([])
+    func append(_ line: String) { stored.withLock { $0.append(line) } }
+    var lines: [String] { stored.withLock { $0 } }
+}
