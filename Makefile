@@ -1,5 +1,6 @@
 # imgd: two commands.
-#   make run LIST=links.txt   build imgd (release) and prefetch every URL of LIST into ./imgd-data/cache
+#   make run                  build imgd and imgctl (release) and run the daemon on ./imgd-data
+#                             (spool/, cache/, state/, imgd.sock); LIST=links.txt drops a list in first
 #   make test                 run every test (what CI runs)
 # Both install the Debian packages they need first, when missing.
 
@@ -9,7 +10,6 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 # The tests also drive the curl and sqlite3 command-line tools.
 TEST_PACKAGES := curl sqlite3
 LIST ?=
-CACHE ?= ./imgd-data/cache
 
 .PHONY: run test build deps test-deps bench clean
 
@@ -30,10 +30,13 @@ test-deps: deps
 
 build: deps
 	$(SWIFT) build -c release --product imgd
+	$(SWIFT) build -c release --product imgctl
 
 run: build
-	@if [ -z "$(LIST)" ]; then echo "usage: make run LIST=links.txt [CACHE=dir]   (a link list: one http(s) URL a line)"; exit 2; fi
-	$$($(SWIFT) build -c release --show-bin-path)/imgd prefetch --cache "$(CACHE)" $(LIST)
+	@if [ -n "$(LIST)" ]; then mkdir -p imgd-data/spool && cp "$(LIST)" "imgd-data/spool/.$$(basename "$(LIST)").tmp" \
+		&& mv "imgd-data/spool/.$$(basename "$(LIST)").tmp" "imgd-data/spool/$$(basename "$(LIST)")"; fi
+	@echo "imgctl: $$($(SWIFT) build -c release --show-bin-path)/imgctl"
+	exec $$($(SWIFT) build -c release --show-bin-path)/imgd
 
 test: test-deps
 	$(SWIFT) build --build-tests
@@ -44,3 +47,53 @@ bench: deps
 
 clean:
 	rm -rf .build imgd-data
+
+# make install [PREFIX=/usr] [DESTDIR=/tmp/stage]: a release build of imgd and imgctl, installed
+# with their systemd units, shell completions and man pages. PREFIX=/usr is what the unit's
+# ExecStart= names; under another prefix the installed unit is rewritten to point at $(BINDIR).
+# SCRATCH is SwiftPM's build folder (--scratch-path). Nothing is enabled or started: after
+# installing to the live system, run systemd-sysusers, systemd-tmpfiles --create imgd.conf and
+# systemctl daemon-reload.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+BASHCOMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPLETIONDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPLETIONDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SCRATCH ?= .build
+INSTALL ?= install
+# The man pages' date: SOURCE_DATE_EPOCH when set (reproducible packages), else today.
+MANDATE = $(if $(SOURCE_DATE_EPOCH),--date $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%F))
+
+.PHONY: install
+
+# Man pages come from swift-argument-parser's generate-manual plugin: it builds the package in
+# release (already done by then), runs each tool's --experimental-dump-help, and writes
+# $(SCRATCH)/plugins/GenerateManual/outputs/<target>/<tool>.1. Completions come from each
+# binary's --generate-completion-script.
+install: deps
+	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product imgd
+	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product imgctl
+	$(SWIFT) package --scratch-path $(SCRATCH) plugin generate-manual $(MANDATE)
+	set -e; bin=$$($(SWIFT) build -c release --scratch-path $(SCRATCH) --show-bin-path); \
+	man=$(SCRATCH)/plugins/GenerateManual/outputs; \
+	for tool in imgd imgctl; do \
+		$(INSTALL) -Dm755 $$bin/$$tool $(DESTDIR)$(BINDIR)/$$tool; \
+		$(INSTALL) -Dm644 $$man/$$tool/$$tool.1 $(DESTDIR)$(MANDIR)/man1/$$tool.1; \
+		$(INSTALL) -d $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR); \
+		$$bin/$$tool --generate-completion-script bash > $(DESTDIR)$(BASHCOMPLETIONDIR)/$$tool; \
+		$$bin/$$tool --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPLETIONDIR)/_$$tool; \
+		$$bin/$$tool --generate-completion-script fish > $(DESTDIR)$(FISHCOMPLETIONDIR)/$$tool.fish; \
+		chmod 644 $(DESTDIR)$(BASHCOMPLETIONDIR)/$$tool $(DESTDIR)$(ZSHCOMPLETIONDIR)/_$$tool $(DESTDIR)$(FISHCOMPLETIONDIR)/$$tool.fish; \
+	done
+	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	for unit in imgd.service imgd.socket; do \
+		sed 's|/usr/bin/imgd|$(BINDIR)/imgd|g' systemd/$$unit > $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
+		chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
+	done
+	$(INSTALL) -Dm644 systemd/imgd.sysusers $(DESTDIR)$(SYSUSERSDIR)/imgd.conf
+	$(INSTALL) -Dm644 systemd/imgd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/imgd.conf

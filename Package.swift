@@ -11,6 +11,7 @@ let package = Package(
     name: "imgd",
     products: [
         .executable(name: "imgd", targets: ["imgd"]),
+        .executable(name: "imgctl", targets: ["imgctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -71,12 +72,23 @@ let package = Package(
         .target(
             name: "ImgdCLI",
             dependencies: [
-                "ImgdCore", "ImgdStore", "ImgdNetwork",
+                "ImgdCore", "ImgdStore", "ImgdNetwork", "ImgdDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "imgd", dependencies: ["ImgdCLI"],
+            swiftSettings: swiftSettings),
+        /// The control socket's command-line client, kept out of the executable so it reads as a library.
+        .target(
+            name: "ImgctlCLI",
+            dependencies: [
+                "ImgdCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "imgctl", dependencies: ["ImgctlCLI"],
             swiftSettings: swiftSettings),
         /// The index at scale (1,000,000 entries): open time, lookups, lookups during eviction.
         .executableTarget(
@@ -111,8 +123,11 @@ let package = Package(
             dependencies: ["ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "ImgdCore", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -23,7 +23,10 @@ section=$(cat <<MD
 
 Run $(date -u '+%Y-%m-%d %H:%M UTC') with \`bench/index-bench.sh\`; $(uname -r), $(nproc) cores, index on $fs (\`bench/work\`).
 Rows only (no image files): a real lookup adds one \`fstatat\` for the size check. Latencies are
-in-process, one thread looking up while another evicts in passes of 500.
+in-process, one thread looking up while another evicts in passes of 500. Lookups over 5 ms are
+counted by where their time went, from the lookup thread's own clocks: on the CPU, runnable but
+waiting for a CPU (run-queue wait, \`/proc/thread-self/schedstat\`), blocked (it gave up the CPU
+itself: a lock or a disk read), or none of these (the host did not run the virtual CPU).
 
 $table
 <!-- index-bench:end -->

@@ -1,4 +1,4 @@
 /// imgd's version, shown by `--version`, sent in the User-Agent, and (later) in `hello`.
 public enum ImgdVersion {
-    public static let string = "0.1.0"
+    public static let string = "0.2.0"
 }

@@ -17,7 +17,7 @@ import Synchronization
 public final class Downloader: Sendable {
     /// The disk tier downloads go to.
     public let cache: DiskCache
-    /// The limits in force.
+    /// The limits it started with (it may have changed since, by ``update(policy:)``).
     public let policy: DownloadPolicy
     private let engine: TransferEngine
     private let submitterSerial = Atomic<UInt64>(0)
@@ -100,6 +100,21 @@ public final class Downloader: Sendable {
     /// Forgets the remembered failure of `url` (of every URL when nil), so the next request tries again.
     public func forgetFailures(of url: ImageURL? = nil) {
         engine.send(.forgetFailures(url?.cacheKey))
+    }
+
+    /// Changes the policy while running (a reload): transfers already running finish under the
+    /// old one; new ones start only while under the new caps, and follow its other limits.
+    public func update(policy: DownloadPolicy) {
+        precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
+        engine.send(.updatePolicy(policy))
+    }
+
+    /// The failures remembered now (each URL is answered with its error without a new attempt
+    /// until the memory expires or ``forgetFailures(of:)``).
+    public func rememberedFailures() async -> [(url: String, error: DownloadError)] {
+        await withCheckedContinuation { continuation in
+            if !engine.send(.listFailures { continuation.resume(returning: $0) }) { continuation.resume(returning: []) }
+        }
     }
 
     /// Counters and gauges, as of the engine's last turn (at most a second old).

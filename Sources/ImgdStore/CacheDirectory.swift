@@ -195,13 +195,7 @@ public final class CacheDirectory: Sendable {
     }
 
     private static func makeFolders(_ path: String) throws(StoreError) {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o755) != 0, errno != EEXIST {
-                throw .cannotOpenFolder(path: current, errno: errno)
-            }
-        }
+        if let failure = Folders.make(path) { throw .cannotOpenFolder(path: failure.path, errno: failure.errno) }
     }
 }
 

@@ -7,7 +7,8 @@ public struct IMGDCommand: AsyncParsableCommand {
         commandName: "imgd",
         abstract: "Keep the images your machines need on local disk.",
         version: ImgdVersion.string,
-        subcommands: [PrefetchCommand.self, FsckCommand.self])
+        subcommands: [RunCommand.self, PrefetchCommand.self, FsckCommand.self],
+        defaultSubcommand: RunCommand.self)
 
     public init() {}
 

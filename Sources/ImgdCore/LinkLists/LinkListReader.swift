@@ -2,141 +2,138 @@
 import Glibc
 #endif
 
-/// One meaningful line of a link list: a URL, or the reason the line is not one.
-public struct LinkListEntry: Sendable {
-    /// 1-based line number in the file.
-    public let line: Int
-    /// The line as written, trimmed (cut to 200 characters for an over-long line).
-    public let text: String
-    /// The parsed URL, or why the line was rejected.
-    public let url: Result<ImageURL, ImageURLError>
-}
-
-/// Reads a link list (UTF-8 text, one URL a line) as a stream: memory stays bounded by the
-/// longest allowed line, however long the list is.
+/// Reads a link list as a stream, in any ``LinkListFormat``: memory stays bounded by one read
+/// chunk (64 KiB) plus one URL (``ImageURL/maximumLength``), however long the list is.
 ///
-/// Blank lines and lines starting with `#` are skipped. A line that is not an http(s) URL, is not
-/// UTF-8, or is longer than ``ImageURL/maximumLength`` becomes an entry carrying the error, so the
-/// caller can report it with its line number and carry on with the rest.
+/// Each call to ``next()`` returns one URL, or one item that is not a URL together with the
+/// reason, so the caller can report it with its line number and carry on with the rest:
+/// - **Text** (any name but `.json` and `.plist`): UTF-8, one URL a line. Blank lines and lines
+///   starting with `#` are skipped. A line that is not an http(s) URL, is not UTF-8, or is longer
+///   than ``ImageURL/maximumLength`` is an entry carrying the error. A header comment
+///   `# pin: 24h` before the first URL line sets ``pin``.
+/// - **JSON** (`.json`): an array of strings, `["https://a.example/1.png", …]`. Each string is
+///   decoded and judged like a text line; any other value is an entry saying it is not a string.
+/// - **Plist** (`.plist`): an XML property list, `<plist><array><string>…</string></array></plist>`.
+///   Each `<string>` is judged like a text line; any other element is an entry saying it is not
+///   a string. Binary plists are refused.
+///
+/// A JSON or plist list that breaks its syntax throws ``LinkListError/malformed(path:line:reason:)``
+/// when the reader reaches the fault, after every entry before it has been returned. Once
+/// ``next()`` has thrown, it throws the same error again: a broken list stays broken.
 public struct LinkListReader: ~Copyable {
     /// Bytes read from the file at a time.
     static let chunkSize = 64 * 1024
 
-    private let fileDescriptor: Int32
-    private let path: String
-    private var buffer: [UInt8] = []
-    private var bufferStart = 0
-    private var atEndOfFile = false
-    private var lineNumber = 0
+    /// The format the list is read as.
+    public let format: LinkListFormat
+    /// A text list's `# pin:` header, the duration its images should stay cached. It is read
+    /// lazily with the header: nil until ``next()`` has returned its first entry (or nil), and
+    /// always nil for JSON and plist lists.
+    public private(set) var pin: Duration?
 
-    /// Opens the list at `path`.
-    public init(path: String) throws(LinkListError) {
+    private enum Parser {
+        case text(TextLinkListParser)
+        case json(JSONLinkListParser)
+        case plist(PlistLinkListParser)
+        /// Stands in while a parser runs, so the parser's storage is not shared and copied.
+        case busy
+        /// After an error, which every later call throws again.
+        case failed(LinkListError)
+    }
+
+    private var source: LinkListByteSource
+    private var parser: Parser
+    /// The most bytes a parser has held besides the source's buffer.
+    private var peakScratchBytes = 0
+
+    /// Opens the list at `path`, read as `format`, or as its name implies when nil
+    /// (``LinkListFormat/init(fileName:)``).
+    public init(path: String, format: LinkListFormat? = nil) throws(LinkListError) {
+        try self.init(path: path, format: format, chunkSize: Self.chunkSize)
+    }
+
+    /// Reads the list open at `fileDescriptor`, which the reader now owns and closes, even when
+    /// this initializer throws. This is for callers that open the file themselves (with
+    /// `O_NOFOLLOW`, say); `path` names it in errors and, when `format` is nil, chooses the
+    /// format by its name.
+    public init(fileDescriptor: Int32, path: String, format: LinkListFormat? = nil) throws(LinkListError) {
+        try self.init(fileDescriptor: fileDescriptor, path: path, format: format, chunkSize: Self.chunkSize)
+    }
+
+    /// ``init(path:format:)`` with the read size as a test seam.
+    init(path: String, format: LinkListFormat?, chunkSize: Int) throws(LinkListError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .cannotOpen(path: path, errno: errno) }
+        try self.init(fileDescriptor: fd, path: path, format: format, chunkSize: chunkSize)
+    }
+
+    /// ``init(fileDescriptor:path:format:)`` with the read size as a test seam.
+    init(fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int) throws(LinkListError) {
         var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
+        if fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fileDescriptor)
             throw .cannotOpen(path: path, errno: EISDIR)
         }
-        self.fileDescriptor = fd
-        self.path = path
+        let format = format ?? LinkListFormat(fileName: path)
+        self.format = format
+        switch format {
+        case .text:
+            // Text is cut at line ends, so a partial line must survive a fill; it is not
+            // validated as a whole, since a bad line is an entry, not an error.
+            source = LinkListByteSource(
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize,
+                carry: TextLinkListParser.carry, validatesUTF8: false)
+            parser = .text(TextLinkListParser())
+        case .json:
+            source = LinkListByteSource(
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true)
+            parser = .json(JSONLinkListParser())
+        case .plist:
+            source = LinkListByteSource(
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true)
+            parser = .plist(PlistLinkListParser())
+        }
     }
 
-    deinit { close(fileDescriptor) }
-
-    /// The next URL or bad line, or nil at the end of the file.
+    /// The next URL or bad item, or nil at the end of the list.
     public mutating func next() throws(LinkListError) -> LinkListEntry? {
-        while true {
-            guard let rawLine = try nextRawLine() else { return nil }
-            lineNumber += 1
-            if let entry = Self.entry(for: rawLine, line: lineNumber) { return entry }
-        }
-    }
-
-    /// Parses one line; nil for blank lines and comments.
-    static func entry(for rawLine: ArraySlice<UInt8>, line: Int) -> LinkListEntry? {
-        var bytes = rawLine
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 || last == 0x0D { bytes.removeLast() }
-        if bytes.count >= 3, bytes.prefix(3).elementsEqual([0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
-        guard let first = bytes.first, first != UInt8(ascii: "#") else { return nil }
-        if bytes.count > ImageURL.maximumLength {
-            let shown = String(decoding: bytes.prefix(200), as: UTF8.self)
-            return LinkListEntry(
-                line: line, text: shown,
-                url: .failure(.tooLong(length: bytes.count, limit: ImageURL.maximumLength)))
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            let shown = String(decoding: bytes.prefix(200), as: UTF8.self)
-            return LinkListEntry(line: line, text: shown, url: .failure(.malformed(shown, reason: "not valid UTF-8")))
-        }
-        do {
-            return LinkListEntry(line: line, text: text, url: .success(try ImageURL(text)))
+        do throws(LinkListError) {
+            // Each case takes its parser out of `parser` and puts it back, so the parser's
+            // buffers have one owner while it runs and are not copied on write.
+            switch parser {
+            case .text(var text):
+                parser = .busy
+                defer {
+                    pin = text.pin
+                    parser = .text(text)
+                }
+                return try text.next(from: &source)
+            case .json(var json):
+                parser = .busy
+                defer {
+                    peakScratchBytes = max(peakScratchBytes, json.scratchCapacity)
+                    parser = .json(json)
+                }
+                return try json.next(from: &source)
+            case .plist(var plist):
+                parser = .busy
+                defer {
+                    peakScratchBytes = max(peakScratchBytes, plist.scratchCapacity)
+                    parser = .plist(plist)
+                }
+                return try plist.next(from: &source)
+            case .failed(let error):
+                throw error
+            case .busy:
+                preconditionFailure("LinkListReader.next() re-entered")
+            }
         } catch {
-            return LinkListEntry(line: line, text: text, url: .failure(error))
+            parser = .failed(error)
+            throw error
         }
     }
 
-    /// The next line without its newline; an over-long line is returned cut just past the limit
-    /// (its remainder is skipped), so one bad line cannot make the reader hold a whole file.
-    private mutating func nextRawLine() throws(LinkListError) -> ArraySlice<UInt8>? {
-        let limit = ImageURL.maximumLength + 1
-        var overlong: ArraySlice<UInt8>?
-        while true {
-            let available = buffer[bufferStart...]
-            if let newline = available.firstIndex(of: 0x0A) {
-                let line = buffer[bufferStart..<newline]
-                bufferStart = newline + 1
-                return overlong ?? line
-            }
-            if available.count > limit, overlong == nil {
-                overlong = ArraySlice(available.prefix(limit))
-            }
-            if overlong != nil {
-                bufferStart = buffer.count  // keep skipping until the newline
-            }
-            if atEndOfFile {
-                guard bufferStart < buffer.count || overlong != nil else { return nil }
-                let line = buffer[bufferStart...]
-                bufferStart = buffer.count
-                return overlong ?? line
-            }
-            try fill()
-        }
-    }
-
-    private mutating func fill() throws(LinkListError) {
-        if bufferStart > 0 {
-            buffer.removeFirst(bufferStart)
-            bufferStart = 0
-        }
-        let oldCount = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: Self.chunkSize))
-        let got = buffer.withUnsafeMutableBytes { raw in
-            read(fileDescriptor, raw.baseAddress! + oldCount, Self.chunkSize)
-        }
-        if got < 0 {
-            let code = errno
-            buffer.removeLast(Self.chunkSize)
-            if code == EINTR { return }
-            throw .readFailed(path: path, errno: code)
-        }
-        buffer.removeLast(Self.chunkSize - got)
-        if got == 0 { atEndOfFile = true }
-    }
-}
-
-/// Why a link list could not be read at all (bad lines are entries, not errors).
-public enum LinkListError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// open(2) failed.
-    case cannotOpen(path: String, errno: Int32)
-    /// read(2) failed part-way.
-    case readFailed(path: String, errno: Int32)
-
-    public var description: String {
-        switch self {
-        case .cannotOpen(let path, let code): "cannot open link list \(path): \(String(cString: strerror(code)))"
-        case .readFailed(let path, let code): "cannot read link list \(path): \(String(cString: strerror(code)))"
-        }
-    }
+    /// The most bytes the reader has held at once in its buffers (the read buffer, the string
+    /// being decoded, an item's first bytes for a report), for tests proving memory stays bounded.
+    var peakBufferedBytes: Int { source.peakBufferedBytes + peakScratchBytes }
 }

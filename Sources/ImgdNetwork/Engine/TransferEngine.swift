@@ -27,6 +27,11 @@ final class TransferEngine: @unchecked Sendable {
         case cancelURL(CacheKey)
         case cancelSubmitter(SubmitterID)
         case forgetFailures(CacheKey?)
+        /// A new policy (a reload): transfers that start from now on follow it; running ones finish
+        /// under the old one.
+        case updatePolicy(DownloadPolicy)
+        /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
+        case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
         /// The publisher's verdict on a job's body.
         case published([PublishOutcome])
         case stop
@@ -55,11 +60,13 @@ final class TransferEngine: @unchecked Sendable {
     }
 
     private struct RememberedFailure {
+        let url: String
         let error: DownloadError
         let until: ContinuousClock.Instant
     }
 
-    let policy: DownloadPolicy
+    /// Changed only on the loop thread (``Command/updatePolicy(_:)``).
+    private(set) var policy: DownloadPolicy
     let cache: CacheDirectory
     private let disk: DiskCache
     /// Set once in init (it needs `self` for its wake-up call) and never changed.
@@ -192,6 +199,13 @@ final class TransferEngine: @unchecked Sendable {
             }
         case .forgetFailures(let key):
             if let key { failures[key] = nil } else { failures.removeAll() }
+        case .updatePolicy(let newPolicy):
+            policy = newPolicy
+            multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, newPolicy.maxPerHost)
+            multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
+        case .listFailures(let reply):
+            let now = ContinuousClock.now
+            reply(failures.values.filter { $0.until > now }.map { ($0.url, $0.error) })
         case .published(let outcomes):
             for outcome in outcomes { published(outcome) }
         case .stop:
@@ -464,7 +478,7 @@ final class TransferEngine: @unchecked Sendable {
             counters.cancelled += 1
         case .failure(let error):
             counters.failed += 1
-            failures[job.key] = RememberedFailure(error: error, until: .now + policy.failureMemory)
+            failures[job.key] = RememberedFailure(url: job.url.normalized, error: error, until: .now + policy.failureMemory)
         }
         for token in job.waiters { token.answer(outcome) }
         job.waiters = []

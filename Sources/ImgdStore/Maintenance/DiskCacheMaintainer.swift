@@ -21,10 +21,10 @@ import Synchronization
 public final class DiskCacheMaintainer: Sendable {
     /// The disk tier looked after.
     public let cache: DiskCache
-    private let now: @Sendable () -> Int
-    private let log: @Sendable (String) -> Void
+    fileprivate let now: @Sendable () -> Int
+    fileprivate let log: @Sendable (String) -> Void
     private let queue = DispatchQueue(label: "imgd.cache-maintenance")
-    private let state: Mutex<MaintainerState>
+    fileprivate let state: Mutex<MaintainerState>
 
     /// A maintainer of `cache`; `now` gives wall-clock milliseconds (tests inject theirs), and
     /// `log` takes one line per event worth a person's attention.
@@ -148,7 +148,7 @@ public final class DiskCacheMaintainer: Sendable {
     }
 
     /// Runs one index operation, turning a failure into a logged fault (the next tick tries again).
-    private func pass(_ what: String, _ body: () throws(SQLiteError) -> EvictionPass) -> EvictionPass {
+    fileprivate func pass(_ what: String, _ body: () throws(SQLiteError) -> EvictionPass) -> EvictionPass {
         do {
             return try body()
         } catch {
@@ -200,7 +200,7 @@ public final class DiskCacheMaintainer: Sendable {
 
     /// Runs `body` on the maintainer's queue: its work blocks (SQLite, unlink, fstatat) and must
     /// not hold one of the cooperative pool's few threads.
-    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    fileprivate func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: body()) }
         }
@@ -230,7 +230,7 @@ public struct MaintenanceStatus: Sendable, Equatable {
 }
 
 /// The maintainer's mutable state, behind its mutex.
-private struct MaintainerState {
+fileprivate struct MaintainerState {
     var settings: MaintenanceSettings
     var status = MaintenanceStatus()
     var sweepRequested = false
@@ -253,5 +253,24 @@ extension Duration {
             return "\(seconds / size)\(unit)"
         }
         return "\(seconds)s"
+    }
+}
+
+extension DiskCacheMaintainer {
+    /// Evicts every unpinned entry (the `purge` command for the disk tier), pass after pass on
+    /// the maintainer's queue.
+    public func purgeAll() async -> EvictionPass {
+        var total = EvictionPass()
+        while !Task.isCancelled {
+            let pass = await onQueue {
+                self.pass("purge") { () throws(SQLiteError) in try self.cache.evictLeastRecentlyUsed(toFree: Int.max, now: self.now()) }
+            }
+            total.files += pass.files
+            total.bytes += pass.bytes
+            if pass.files == 0 { break }
+        }
+        state.withLock { $0.status.evictedEntries += total.files }
+        log("purged the disk tier: \(total.files) entries (\(ByteCount(total.bytes)))")
+        return total
     }
 }

@@ -1,17 +1,25 @@
 import CSQLite
 
-/// One SQLite connection with cached prepared statements.
+/// One SQLite connection with cached prepared statements (the cache index and the daemon's state
+/// database each own theirs).
 ///
 /// Not thread-safe by itself (SQLite is built serialised, but statements are shared state):
 /// each connection has one owner, and ``CacheIndex`` keeps each of its two connections behind
 /// a mutex.
-final class SQLiteConnection {
+public final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
-    let path: String
+    public let path: String
+
+    /// Process-wide settings, made once before the first connection (SQLite takes them only
+    /// before it initialises): no memory statistics. They cost a global mutex around every
+    /// allocation and free, shared by all connections: a lookup on the reader's connection
+    /// waited on it whenever the eviction pass allocated on the writer's (measured with perf).
+    private static let configured = imgd_sqlite3_config_memstatus(0) == SQLITE_OK
 
     /// Opens (creating if needed) the database at `path`.
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        _ = Self.configured
         var handle: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
@@ -34,7 +42,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more statements that return no rows.
-    func execute(_ sql: String) throws(SQLiteError) {
+    public func execute(_ sql: String) throws(SQLiteError) {
         var message: UnsafeMutablePointer<CChar>?
         let code = sqlite3_exec(handle, sql, nil, nil, &message)
         guard code == SQLITE_OK else {
@@ -47,7 +55,7 @@ final class SQLiteConnection {
     /// The prepared statement for `sql`, reset and ready for new bindings (prepared once per
     /// connection, then reused). A caller that stops reading rows before the end must reset it:
     /// a statement left mid-way keeps its read transaction, and so an old snapshot, open.
-    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+    public func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()
             return cached
@@ -62,7 +70,7 @@ final class SQLiteConnection {
 
     /// Runs `body` in one transaction (`BEGIN IMMEDIATE`, so a writer never fails half-way for
     /// lack of the write lock), committing on success and rolling back on error.
-    func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    public func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -75,7 +83,7 @@ final class SQLiteConnection {
     }
 
     /// Rows changed by the last statement.
-    var changes: Int { Int(sqlite3_changes(handle)) }
+    public var changes: Int { Int(sqlite3_changes(handle)) }
 
-    var errorMessage: String { String(cString: sqlite3_errmsg(handle)) }
+    public var errorMessage: String { String(cString: sqlite3_errmsg(handle)) }
 }

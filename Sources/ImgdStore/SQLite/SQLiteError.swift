@@ -10,6 +10,12 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The statement or operation that failed.
     public let context: String
 
+    public init(code: Int32, message: String, context: String) {
+        self.code = code
+        self.message = message
+        self.context = context
+    }
+
     public var description: String { "SQLite error \(code) (\(message)) in \(context)" }
 
     /// True for SQLITE_FULL: the disk holding the index is full.

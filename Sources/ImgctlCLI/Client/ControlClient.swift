@@ -1,0 +1,255 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking client of imgd's control socket: one connection, one request at a time.
+///
+/// `imgctl` is a command-line tool that does one thing and exits, so plain blocking calls on
+/// the calling thread are the simplest correct design; nothing here runs on Swift's cooperative
+/// pool. Requests get increasing integer ids (1, 2, …) and a reply is matched by its id; event
+/// lines that arrive while a reply is awaited are kept, in order, for ``nextEvent(timeout:)``.
+final class ControlClient {
+    /// The longest line read: the protocol's 1 MiB, plus slack so a daemon that counts a little
+    /// differently (a `\r`, a trailing space) is not cut off. Longer is a protocol error.
+    static let maximumLineLength = 1_048_576 + 64 * 1024
+
+    /// What happened while waiting for an event.
+    enum EventWait {
+        case event(ControlEvent)
+        /// The timeout passed first.
+        case timedOut
+        /// The daemon closed the connection.
+        case closed
+    }
+
+    /// The path connected to, for messages.
+    let socketPath: String
+    /// The most events kept while replies are awaited (10,000 by default); past it the oldest
+    /// are dropped, so a chatty subscription cannot grow memory without bound.
+    let keptEventLimit: Int
+    private var fileDescriptor: Int32
+    private var buffer = LineBuffer(limit: ControlClient.maximumLineLength)
+    private var nextID = 1
+    /// Events read while a reply was awaited, oldest first.
+    private var pendingEvents: [ControlEvent] = []
+    private var pendingEventsStart = 0
+    /// True once the daemon closed its end.
+    private var sawEndOfFile = false
+    /// Where `read` puts bytes before they join `buffer`; reused across reads.
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Connects to the Unix stream socket at `path`; throws ``ImgctlError/unreachable(socket:reason:errno:)``.
+    init(connectingTo path: String, keptEventLimit: Int = 10_000) throws(ImgctlError) {
+        socketPath = path
+        self.keptEventLimit = keptEventLimit
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard !pathBytes.isEmpty, pathBytes.count < capacity else {
+            throw .unreachable(
+                socket: path, reason: "the path is longer than a socket address allows (\(capacity - 1) bytes)",
+                errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else {
+            throw .unreachable(socket: path, reason: Self.describe(errno), errno: errno)
+        }
+        var result: Int32
+        repeat {
+            result = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        } while result < 0 && errno == EINTR
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw .unreachable(socket: path, reason: Self.describe(code), errno: code)
+        }
+        fileDescriptor = descriptor
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the connection (again is harmless).
+    func close() {
+        if fileDescriptor >= 0 {
+            Glibc.close(fileDescriptor)
+            fileDescriptor = -1
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends `{"cmd": command, "id": N, …arguments}` and returns the reply whose id is N.
+    func request(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgctlError) -> ControlReply {
+        let id: Int
+        do throws(ImgctlError) {
+            id = try send(command, arguments)
+        } catch .connectionLost {
+            // The daemon may have said why before it closed (`busy` is sent once, then the
+            // connection is closed): that line is still ours to read.
+            return try awaitReply(id: nextID - 1)
+        }
+        return try awaitReply(id: id)
+    }
+
+    /// Sends one request line and returns its id.
+    @discardableResult
+    func send(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgctlError) -> Int {
+        let id = nextID
+        nextID += 1
+        var members = arguments
+        members["cmd"] = .string(command)
+        members["id"] = .int(id)
+        try writeAll(Array((JSONValue.object(members).compactText + "\n").utf8))
+        return id
+    }
+
+    /// Reads until the reply to request `id`; events read meanwhile are kept for
+    /// ``nextEvent(timeout:)``. A failure without an id (`busy`, `line_too_long`: the daemon
+    /// could not tell whose it was) counts as the reply, since only our requests are on this
+    /// connection; a reply to another id (an earlier request given up on) is skipped.
+    func awaitReply(id: Int) throws(ImgctlError) -> ControlReply {
+        while true {
+            guard case .line(let line) = try readLine(deadline: nil) else {
+                throw .connectionLost(socket: socketPath)
+            }
+            switch try ControlMessage(line: line) {
+            case .event(let event):
+                pendingEvents.append(event)
+                if pendingEvents.count - pendingEventsStart > keptEventLimit { pendingEventsStart += 1 }
+            case .reply(let reply):
+                if reply.id.int == id { return reply }
+                if reply.id == .null, !reply.isSuccess { return reply }
+            }
+        }
+    }
+
+    /// The next event: one kept while a reply was awaited, else the next event line read within
+    /// `timeout` (nil: wait as long as it takes). Replies read meanwhile are dropped (nothing
+    /// awaits them).
+    func nextEvent(timeout: Duration?) throws(ImgctlError) -> EventWait {
+        if pendingEventsStart < pendingEvents.count {
+            let event = pendingEvents[pendingEventsStart]
+            pendingEventsStart += 1
+            if pendingEventsStart == pendingEvents.count {
+                pendingEvents.removeAll(keepingCapacity: true)
+                pendingEventsStart = 0
+            }
+            return .event(event)
+        }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            switch try readLine(deadline: deadline) {
+            case .timedOut:
+                return .timedOut
+            case .end:
+                return .closed
+            case .line(let line):
+                if case .event(let event) = try ControlMessage(line: line) {
+                    return .event(event)
+                }
+            }
+        }
+    }
+
+    // MARK: Reading and writing
+
+    /// What ``readLine(deadline:)`` found.
+    private enum ReadResult {
+        case line([UInt8])
+        /// The daemon closed the connection after a complete line.
+        case end
+        /// The deadline passed first.
+        case timedOut
+    }
+
+    /// The next line, the end of the stream, or the deadline passing (nil: no deadline).
+    private func readLine(deadline: ContinuousClock.Instant?) throws(ImgctlError) -> ReadResult {
+        while true {
+            if let line = buffer.nextLine() { return .line(line) }
+            if buffer.isOverLimit {
+                throw .badReply("a line longer than \(Self.maximumLineLength) bytes")
+            }
+            if sawEndOfFile || fileDescriptor < 0 {
+                // A line without its newline means the daemon stopped mid-reply.
+                if buffer.hasPartialLine { throw .connectionLost(socket: socketPath) }
+                return .end
+            }
+            if let deadline, try !waitReadable(until: deadline) {
+                return .timedOut
+            }
+            let descriptor = fileDescriptor
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == ECONNRESET {
+                    sawEndOfFile = true
+                    continue
+                }
+                throw .local("reading from \(socketPath): \(Self.describe(code))")
+            }
+            if count == 0 {
+                sawEndOfFile = true
+                continue
+            }
+            let received = chunk[0..<count]
+            received.withUnsafeBytes { buffer.append($0) }
+        }
+    }
+
+    /// Waits until the socket has something to read (or was closed): true; false when the
+    /// deadline passes first.
+    private func waitReadable(until deadline: ContinuousClock.Instant) throws(ImgctlError) -> Bool {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            if left <= .zero { return false }
+            let (seconds, attoseconds) = left.components
+            // Rounded up, so a wait of 0.4 ms does not become a busy poll(0).
+            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw .local("waiting on \(socketPath): \(Self.describe(code))")
+            }
+            if ready > 0 { return true }
+        }
+    }
+
+    /// Writes every byte, across partial writes and interruptions. `MSG_NOSIGNAL`: a daemon
+    /// that went away gives EPIPE here, not a SIGPIPE that would kill imgctl without a message.
+    private func writeAll(_ bytes: [UInt8]) throws(ImgctlError) {
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == EPIPE || failure == ECONNRESET { throw .connectionLost(socket: socketPath) }
+        if failure != 0 { throw .local("writing to \(socketPath): \(Self.describe(failure))") }
+    }
+
+    /// The system's wording for an errno: "No such file or directory".
+    static func describe(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

@@ -1,0 +1,36 @@
+/// A line from the daemon: a reply to a request, or an event.
+enum ControlMessage {
+    case reply(ControlReply)
+    case event(ControlEvent)
+
+    /// Reads one line; throws ``ImgctlError/badReply(_:)`` for anything that is neither.
+    init(line: [UInt8]) throws(ImgctlError) {
+        let raw = String(decoding: line, as: UTF8.self)
+        guard let value = JSONValue.parse(line), case .object(let members) = value else {
+            throw .badReply("not a JSON object: \(ControlMessage.excerpt(raw))")
+        }
+        if let name = members["event"]?.string {
+            self = .event(
+                ControlEvent(
+                    name: name, seq: members["seq"]?.int ?? 0, data: members["data"] ?? .object([:]), raw: raw))
+            return
+        }
+        guard let ok = members["ok"]?.bool else {
+            throw .badReply("neither a reply nor an event: \(ControlMessage.excerpt(raw))")
+        }
+        var reply = ControlReply(id: members["id"] ?? .null, result: members["result"] ?? .null, error: nil, raw: raw)
+        if !ok {
+            let error = members["error"]
+            reply.error = (
+                code: error?["code"]?.string ?? "error",
+                message: error?["message"]?.string ?? "(no message)"
+            )
+        }
+        self = .reply(reply)
+    }
+
+    /// The start of a long line, for an error message.
+    static func excerpt(_ text: String) -> String {
+        text.count <= 200 ? text : String(text.prefix(200)) + "…"
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import ImgdCore
+
+/// `imgctl get URL`: the cached file's path, fetching the image first if needed; or, with `-o`,
+/// the image's bytes.
+struct GetCommand: ImgctlSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Print the path of URL's cached image (fetching it first unless --no-fetch), or write its bytes with -o.",
+        discussion: """
+            Waits for the download when the image is not cached. With --no-fetch, a miss is the \
+            error not_found (exit status 1). With -o FILE the bytes are written to FILE \
+            atomically (a temporary file beside it, then a rename) after their size and SHA-256 \
+            are checked against the reply; -o - writes them to stdout. With --json and -o, the \
+            reply line is printed without its "data" field.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(inversion: .prefixedNo, help: "Download the image when it is not cached.")
+    var fetch = true
+
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: ArgumentHelp(
+            "Write the image's bytes to this file (- for stdout) instead of printing its path.", valueName: "file"),
+        completion: .file())
+    var output: String?
+
+    @Argument(help: ArgumentHelp("The image URL.", valueName: "url"))
+    var url: String
+
+    func validate() throws {
+        if output == "-", connection.json {
+            throw ValidationError("--json cannot be used with -o -: stdout carries the image.")
+        }
+    }
+
+    func execute(in context: ImgctlContext) throws(ImgctlError) {
+        let session = try ControlSession(connection, context: context)
+        var arguments: [String: JSONValue] = ["url": .string(url)]
+        if !fetch { arguments["fetch"] = .bool(false) }
+        guard let output else {
+            let result = try session.call("get", arguments)
+            if session.json { return }
+            guard let path = result["path"]?.string else {
+                throw .badReply("get: no \"path\" in \(result.compactText)")
+            }
+            session.output(path)
+            return
+        }
+        arguments["data"] = .bool(true)
+        let reply = try session.reply("get", arguments, echo: false)
+        let bytes = try Self.decodedData(reply.result)
+        if session.json, case .object(var line) = JSONValue.parse(Array(reply.raw.utf8)),
+            case .object(var result) = line["result"]
+        {
+            // The base64 bytes would swamp the line; the rest of it is what a script wants.
+            result["data"] = nil
+            line["result"] = .object(result)
+            session.output(JSONValue.object(line).compactText)
+        }
+        if output == "-" {
+            context.standardOutput.write(bytes)
+        } else {
+            try Self.writeAtomically(bytes, to: output)
+        }
+    }
+
+    /// The image's bytes from a `get` result with `data: true`, checked against its `bytes`
+    /// and `sha256` when the result has them.
+    static func decodedData(_ result: JSONValue) throws(ImgctlError) -> [UInt8] {
+        guard let text = result["data"]?.string else {
+            throw .badReply("get: no \"data\" in the reply (does this imgd support the data feature?)")
+        }
+        guard let data = Data(base64Encoded: text) else {
+            throw .badReply("get: \"data\" is not base64")
+        }
+        let bytes = [UInt8](data)
+        if let expected = result["bytes"]?.int, expected != bytes.count {
+            throw .badReply("get: \"data\" holds \(bytes.count) bytes, the reply says \(expected)")
+        }
+        if let expected = result["sha256"]?.string, SHA256Digest(of: bytes).hex != expected.lowercased() {
+            throw .badReply("get: the SHA-256 of \"data\" is not the reply's \(expected)")
+        }
+        return bytes
+    }
+
+    /// Writes `bytes` to a temporary file beside `path`, flushes it, and renames it over
+    /// `path`: a reader of `path` sees the old file or the whole new one, never a part.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(ImgctlError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).imgctl-\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            throw .local("cannot write \(path): \(ControlClient.describe(errno))")
+        }
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == 0, fsync(descriptor) != 0 { failure = errno }
+        close(descriptor)
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary)
+            throw .local("cannot write \(path): \(ControlClient.describe(failure))")
+        }
+    }
+}

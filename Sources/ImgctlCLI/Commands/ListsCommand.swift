@@ -1,0 +1,33 @@
+import ArgumentParser
+
+/// `imgctl lists`: the link lists the daemon is working on or finished recently.
+struct ListsCommand: ImgctlSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lists",
+        abstract: "Show the link lists in progress and the last 100 finished, most recent first.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func execute(in context: ImgctlContext) throws(ImgctlError) {
+        let session = try ControlSession(connection, context: context)
+        let result = try session.call("lists")
+        guard !session.json else { return }
+        let lists = result["lists"]?.array ?? []
+        guard !lists.isEmpty else {
+            session.output("no link lists")
+            return
+        }
+        var table = TableRenderer(header: [
+            "NAME", "STATE", "TOTAL", "CACHED", "ALREADY", "FAILED", "PENDING", "SIZE", "CLAIMED",
+        ])
+        for list in lists {
+            let count = { (key: String) in list[key]?.int.map(HumanFormat.count) ?? "-" }
+            table.append([
+                list["name"]?.string ?? "?", list["state"]?.string ?? "?", count("total"), count("cached"),
+                count("already_cached"), count("failed"), count("pending"),
+                list["bytes"]?.int.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"]),
+            ])
+        }
+        for line in table.lines() { session.output(line) }
+    }
+}

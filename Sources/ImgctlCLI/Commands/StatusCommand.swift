@@ -1,0 +1,67 @@
+import ArgumentParser
+
+/// `imgctl status`: what the daemon is doing and how full its tiers are.
+struct StatusCommand: ImgctlSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the daemon's version, queue, cache and memory tier, and any degraded state.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func execute(in context: ImgctlContext) throws(ImgctlError) {
+        let session = try ControlSession(connection, context: context)
+        let result = try session.call("status")
+        if session.json { return }
+        for line in Self.lines(result) { session.output(line) }
+    }
+
+    /// `key: value` lines for a `status` result; fields it lacks are left out.
+    static func lines(_ status: JSONValue) -> [String] {
+        var lines: [String] = []
+        var header = "imgd"
+        if let version = status["version"]?.string { header += " " + version }
+        if let pid = status["pid"]?.int { header += " (pid \(pid))" }
+        if let uptime = status["uptime_s"]?.double { header += ", up " + HumanFormat.duration(seconds: uptime) }
+        lines.append(header)
+        for (key, label) in [("queued", "queued"), ("in_flight", "in flight"), ("lists_active", "lists active")] {
+            if let value = status[key]?.int { lines.append("\(label): \(HumanFormat.count(value))") }
+        }
+        if let cache = status["cache"] {
+            let pinned = cache["pinned_bytes"]?.int.map { "\(HumanFormat.size($0)) pinned" }
+            lines.append("disk cache: " + tier(cache, extra: pinned))
+        }
+        if let path = status["cache"]?["path"]?.string {
+            lines.append("cache folder: \(path)")
+        }
+        if let memory = status["memory"] {
+            lines.append("memory tier: " + tier(memory, extra: nil))
+        }
+        if let events = status["pressure_events"]?.int {
+            lines.append("memory pressure events: \(HumanFormat.count(events))")
+        }
+        if let spool = status["spool"]?.string {
+            lines.append("spool: \(spool)")
+        }
+        let degraded = status["degraded"]?.array ?? []
+        if degraded.isEmpty {
+            lines.append("degraded: no")
+        } else {
+            for entry in degraded {
+                lines.append("degraded: \(entry["code"]?.string ?? "?"): \(entry["message"]?.string ?? "")")
+            }
+        }
+        return lines
+    }
+
+    /// "1.2 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned".
+    private static func tier(_ tier: JSONValue, extra: String?) -> String {
+        var parts: [String] = []
+        let bytes = tier["bytes"]?.int.map(HumanFormat.size) ?? "?"
+        let entries =
+            tier["entries"]?.int.map { "\(HumanFormat.count($0)) " + ($0 == 1 ? "entry" : "entries") } ?? "? entries"
+        parts.append("\(bytes) in \(entries)")
+        if let limit = tier["limit"]?.int { parts.append("limit \(HumanFormat.size(limit))") }
+        if let extra { parts.append(extra) }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An ``OutputSink`` over a file descriptor (stdout, stderr), unbuffered: each write reaches the
+/// descriptor at once, so `imgctl watch | grep` sees every event as it happens.
+public final class FileDescriptorOutput: OutputSink {
+    /// The descriptor written to; not owned (never closed here).
+    public let fileDescriptor: Int32
+
+    public init(_ fileDescriptor: Int32) {
+        self.fileDescriptor = fileDescriptor
+    }
+
+    /// Whether the descriptor is a terminal (progress bars and redrawing only there).
+    public var isTerminal: Bool { isatty(fileDescriptor) == 1 }
+
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return  // the reader is gone (EPIPE, a closed descriptor): nothing left to tell it
+                }
+                offset += written
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import ImgdDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `imgd` (or `imgd run`): the daemon. Watches the spool, warms the cache, answers on the
+/// control socket, until SIGTERM.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the daemon (the default when no command is given).",
+        discussion: """
+            With no flags, everything lives under ./imgd-data (spool/, cache/, state/, imgd.sock); \
+            under systemd, in $STATE_DIRECTORY, $CACHE_DIRECTORY and $RUNTIME_DIRECTORY. Each \
+            flag is also a key of the --config file (TOML: disk-limit = "2GiB"); flags win. \
+            SIGHUP reloads the file; SIGTERM stops within 5 seconds. See Protocol.md.
+            """)
+
+    @Option(help: "Configuration file (TOML; every flag below is a key).")
+    var config: String?
+
+    @Option(help: "Folder watched for link lists.") var spool: String?
+    @Option(help: "The image cache folder.") var cache: String?
+    @Option(help: "Folder of the state database.") var state: String?
+    @Option(help: "The control socket's path.") var socket: String?
+    @Option(help: "The cache's size cap (KiB, MiB, GiB, KB, MB, GB, or bytes; default 1GiB).") var diskLimit: String?
+    @Option(help: "Entries unused this long are removed (30m, 12h, 7d; default 7d).") var maxAge: String?
+    @Option(help: "How often the age sweep runs (default 10m).") var sweepInterval: String?
+    @Option(help: "The memory tier's cap (default 64MiB).") var memoryLimit: String?
+    @Option(help: "Transfers at once, in all (default 8).") var maxParallel: String?
+    @Option(help: "Transfers at once to one host:port (default 4).") var maxPerHost: String?
+    @Option(help: "Attempts per URL for transient failures (default 3).") var attempts: String?
+    @Option(help: "Largest body accepted (default 64MiB).") var maxBodyBytes: String?
+    @Option(help: "Time allowed for one attempt (default 120s).") var timeout: String?
+    @Option(help: "Proxy URL (proxy environment variables are ignored).") var proxy: String?
+    @Option(help: "Refuse connections to this address range (CIDR); repeatable; replaces the default list.")
+    var deny: [String] = []
+    @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
+    @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
+    var pressureThreshold: String?
+
+    func run() async throws {
+        var flags: [(key: String, value: String)] = []
+        let given: [(String, String?)] = [
+            ("spool", spool), ("cache", cache), ("state", state), ("socket", socket), ("disk-limit", diskLimit),
+            ("max-age", maxAge), ("sweep-interval", sweepInterval), ("memory-limit", memoryLimit),
+            ("max-parallel", maxParallel), ("max-per-host", maxPerHost), ("attempts", attempts),
+            ("max-body-bytes", maxBodyBytes), ("timeout", timeout), ("proxy", proxy),
+            ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("max-connections", maxConnections),
+            ("pressure-threshold", pressureThreshold),
+        ]
+        for (key, value) in given { if let value { flags.append((key, value)) } }
+        var environment: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        let status = await Daemon.run(DaemonOptions(configFile: config, flags: flags, environment: environment))
+        if status != 0 { throw ExitCode(status) }
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+import Synchronization
+
+/// The daemon's commands (Protocol.md, *Commands*), run for the control server. Commands that
+/// change state are logged with the peer that sent them.
+final class DaemonCommandHandler: ControlCommandHandler {
+    /// The services, attached once they exist (the server is built before them).
+    private let services = Mutex<DaemonServices?>(nil)
+
+    func attach(_ services: DaemonServices) {
+        self.services.withLock { $0 = services }
+    }
+
+    func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError> {
+        guard let services = services.withLock({ $0 }) else { return .failure(.shuttingDown) }
+        let commands = DaemonCommands(services: services, request: request)
+        do {
+            return .success(try await commands.run())
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// One request being answered.
+struct DaemonCommands {
+    let services: DaemonServices
+    let request: ControlRequest
+
+    /// The features `hello` announces.
+    static let features = ["subscribe", "pin", "data"]
+
+    func run() async throws(ControlError) -> JSONValue {
+        switch request.command {
+        case "hello": ["protocol": 1, "version": .string(ImgdVersion.string), "features": JSONValue(Self.features)]
+        case "ping": ["pong": true]
+        case "status": status()
+        case "add": try add()
+        case "get": try await get()
+        case "evict": try evict()
+        case "purge": try await purge()
+        case "lists": ["lists": .array(services.spool.lists().map(Self.json))]
+        case "cancel": try await cancel()
+        case "failed": try await failed()
+        case "retry": try await retry()
+        case "stats": stats()
+        default: throw .unknownCommand(request.command)
+        }
+    }
+
+    private func logChange(_ what: String) {
+        services.log("\(what) (by \(request.peer))")
+    }
+
+    // MARK: - Reading
+
+    private func status() -> JSONValue {
+        let config = services.config.withLock { $0 }
+        let budget = services.disk.budget.snapshot
+        let downloads = services.downloader.statistics
+        let memory = services.memory.statistics
+        let totals = (try? services.disk.index.totals()) ?? (entries: 0, bytes: 0)
+        let pinned = (try? services.disk.index.pinnedBytes(now: WallClock.nowMilliseconds())) ?? 0
+        let lists = services.spool.progress
+        return [
+            "version": .string(ImgdVersion.string), "pid": JSONValue(getpid()),
+            "uptime_s": JSONValue(Double((ContinuousClock.now - services.startedAt).components.seconds)),
+            "queued": JSONValue(downloads.queued + downloads.waitingRetry), "in_flight": JSONValue(downloads.running),
+            "lists_active": JSONValue(lists.lists), "spool": .string(config.spool),
+            "cache": [
+                "bytes": JSONValue(budget.stored), "entries": JSONValue(totals.entries), "limit": JSONValue(budget.limit),
+                "pinned_bytes": JSONValue(pinned), "path": .string(config.cache),
+            ],
+            "memory": ["bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes)],
+            "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "degraded": .array(services.maintainer.status.faults.map { ["code": .string($0.code), "message": .string("\($0)")] }),
+        ]
+    }
+
+    private func stats() -> JSONValue {
+        let downloads = services.downloader.statistics
+        let memory = services.memory.statistics
+        let counters = services.counters.withLock { $0 }
+        let upkeep = services.maintainer.status
+        return [
+            "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
+            "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
+            "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
+            "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
+            "disk": [
+                "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),
+                "evicted": JSONValue(upkeep.evictedEntries + counters.evictedByCommand), "expired": JSONValue(upkeep.expiredEntries),
+            ],
+            "gets": JSONValue(counters.gets), "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "events_dropped": JSONValue(services.events.droppedCount),
+        ]
+    }
+
+    // MARK: - Fetching
+
+    private func add() throws(ControlError) -> JSONValue {
+        let texts = try request.strings("urls")
+        let priority = try request.choice("priority", of: ["high", "normal"], default: "normal")
+        let pin = try pinDuration()
+        var accepted: [ImageURL] = []
+        var rejected: [JSONValue] = []
+        for text in texts {
+            do {
+                accepted.append(try ImageURL(text))
+            } catch {
+                rejected.append(["url": .string(text), "code": "bad_url", "message": .string("\(error)")])
+            }
+        }
+        let events = services.events
+        let disk = services.disk
+        services.downloader.prefetch(
+            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch
+        ) { url, result in
+            switch result {
+            case .success(let image):
+                if let pin { try? disk.index.pin(image.key, until: WallClock.nowMilliseconds() + pin) }
+                if image.source == .network {
+                    events.publish("fetched", data: ["url": .string(url.normalized), "bytes": JSONValue(image.bytes)])
+                }
+            case .failure(let error):
+                events.publish("failed", data: ["url": .string(url.normalized), "code": .string(error.code), "message": .string(error.message)])
+            }
+        }
+        logChange("add: \(accepted.count) URLs queued")
+        return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
+    }
+
+    /// The `pin` argument, in milliseconds.
+    private func pinDuration() throws(ControlError) -> Int? {
+        guard let text = try request.optionalString("pin") else { return nil }
+        do {
+            return Int(try Duration.parsing(text).components.seconds) * 1000
+        } catch {
+            throw .invalidArgument(field: "pin", reason: "\(error)")
+        }
+    }
+
+    private func url(_ field: String = "url") throws(ControlError) -> ImageURL {
+        let text = try request.string(field)
+        do {
+            return try ImageURL(text)
+        } catch {
+            throw .invalidArgument(field: field, reason: "\(error)")
+        }
+    }
+
+    private func get() async throws(ControlError) -> JSONValue {
+        let url = try url()
+        let fetch = try request.bool("fetch", default: true)
+        let wait = try request.bool("wait", default: true)
+        let data = try request.bool("data", default: false)
+        let need: CacheNeed = data ? .bytes : .file
+        services.counters.withLock { $0.gets += 1 }
+        if let hit = services.tiers.lookup(url.cacheKey, needs: need) {
+            if hit.source == .disk { services.counters.withLock { $0.diskHits += 1 } }
+            return Self.json(hit, source: hit.source, data: data)
+        }
+        services.counters.withLock { $0.misses += 1 }
+        guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
+        let downloader = services.downloader
+        guard wait else {
+            Task { _ = try? await downloader.fetch(url, priority: .onDemand) }
+            return ["pending": true]
+        }
+        let image: CachedImage
+        do {
+            image = try await downloader.fetch(url, priority: .onDemand)
+        } catch {
+            throw .other(code: error.code, message: error.message)
+        }
+        guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
+            throw .other(code: "disk", message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
+        }
+        return Self.json(hit, source: image.source == .network ? .network : hit.source, data: data)
+    }
+
+    private func evict() throws(ControlError) -> JSONValue {
+        var evicted = 0
+        var bytes = 0
+        for text in try request.strings("urls") {
+            guard let url = try? ImageURL(text) else { throw .invalidArgument(field: "urls", reason: "\(text) is not an http(s) URL") }
+            let key = url.cacheKey
+            services.memory.remove(key)
+            if let entry = try? services.disk.index.entry(for: key) {
+                services.disk.drop(key)
+                evicted += 1
+                bytes += entry.bytes
+            }
+        }
+        services.counters.withLock { $0.evictedByCommand += evicted }
+        if evicted > 0 {
+            services.events.publish("evicted", data: ["count": JSONValue(evicted), "bytes": JSONValue(bytes), "reason": "command"])
+        }
+        logChange("evict: \(evicted) entries")
+        return ["evicted": JSONValue(evicted)]
+    }
+
+    private func purge() async throws(ControlError) -> JSONValue {
+        switch try request.choice("tier", of: ["memory", "disk"], default: "") {
+        case "memory":
+            let held = services.memory.statistics.bytes
+            logChange("purge: memory tier")
+            services.pressure.purge()
+            return ["purged_bytes": JSONValue(held)]
+        default:
+            logChange("purge: disk tier")
+            services.memory.purge()
+            let pass = await services.maintainer.purgeAll()
+            services.events.publish("evicted", data: ["count": JSONValue(pass.files), "bytes": JSONValue(pass.bytes), "reason": "command"])
+            return ["evicted": JSONValue(pass.files), "bytes": JSONValue(pass.bytes)]
+        }
+    }
+
+    // MARK: - Lists and failures
+
+    private func cancel() async throws(ControlError) -> JSONValue {
+        if let name = try request.optionalString("list") {
+            guard let pending = await services.spool.cancel(list: name) else { throw .notFound("no list in progress is named \(name)") }
+            logChange("cancel: list \(name)")
+            return ["cancelled": JSONValue(pending)]
+        }
+        let url = try url()
+        services.downloader.cancel(url: url)
+        logChange("cancel: \(url.normalized)")
+        return ["cancelled": 1]
+    }
+
+    private func failed() async throws(ControlError) -> JSONValue {
+        if let name = try request.optionalString("list") {
+            guard let failures = services.spool.failures(list: name) else { throw .notFound("no list is named \(name)") }
+            return ["failures": .array(failures.map {
+                ["url": .string($0.url), "code": .string($0.code), "message": .string($0.message), "list": .string(name), "line": JSONValue($0.line)]
+            })]
+        }
+        let remembered = await services.downloader.rememberedFailures()
+        return ["failures": .array(remembered.sorted { $0.url < $1.url }.map {
+            ["url": .string($0.url), "code": .string($0.error.code), "message": .string($0.error.message)]
+        })]
+    }
+
+    private func retry() async throws(ControlError) -> JSONValue {
+        if let name = try request.optionalString("list") {
+            services.downloader.forgetFailures()
+            guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(name)") }
+            logChange("retry: list \(name), \(requeued) URLs")
+            return ["requeued": JSONValue(requeued)]
+        }
+        if request.value("url") != nil {
+            let url = try url()
+            services.downloader.forgetFailures(of: url)
+            services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch) { _, _ in }
+            logChange("retry: \(url.normalized)")
+            return ["requeued": 1]
+        }
+        let remembered = await services.downloader.rememberedFailures()
+        services.downloader.forgetFailures()
+        let urls = remembered.compactMap { try? ImageURL($0.url) }
+        services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch) { _, _ in }
+        logChange("retry: \(urls.count) remembered failures")
+        return ["requeued": JSONValue(urls.count)]
+    }
+
+    // MARK: - Shapes
+
+    static func json(_ hit: CacheHit, source: CacheSource, data: Bool) -> JSONValue {
+        let entry = hit.entry.entry
+        var result: [String: JSONValue] = [
+            "path": .string(hit.entry.path), "bytes": JSONValue(entry.bytes), "sha256": .string(entry.sha256.hex),
+            "format": .string(entry.format.rawValue), "width": entry.width.map { JSONValue($0) } ?? .null,
+            "height": entry.height.map { JSONValue($0) } ?? .null, "source": .string(source.rawValue),
+        ]
+        if data, let bytes = hit.bytes { result["data"] = .string(Data(bytes).base64EncodedString()) }
+        return .object(result)
+    }
+
+    static func json(_ record: ListRecord) -> JSONValue {
+        [
+            "name": .string(record.name), "state": .string(record.state.rawValue), "total": JSONValue(record.total),
+            "cached": JSONValue(record.cached), "already_cached": JSONValue(record.alreadyCached),
+            "failed": JSONValue(record.failed), "pending": JSONValue(record.pending), "bytes": JSONValue(record.bytes),
+            "claimed_at": JSONValue(record.claimedAt), "format": .string(record.format),
+        ]
+    }
+}

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonConfig {
+    /// The file the packaged unit names; unlike a file given by hand, it may be absent.
+    public static let packagedConfigPath = "/etc/imgd/imgd.toml"
+
+    /// The largest configuration file read (a guard against pointing `--config` at a big file).
+    static let maximumFileBytes = 1 << 20
+
+    /// The embedded default for `environment`, then `file` (if any), then `flags` (setting name
+    /// and text, in order).
+    public static func load(
+        environment: [String: String], file: String?, flags: [(key: String, value: String)]
+    ) throws(ConfigError) -> DaemonConfig {
+        var config = embedded(environment: environment)
+        if let file, let text = try readFile(file) {
+            let document: TOMLDocument
+            do {
+                document = try TOMLDocument(parsing: text)
+            } catch {
+                throw ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
+            }
+            for entry in document.entries {
+                try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
+            }
+        }
+        for flag in flags {
+            try config.set(flag.key, to: .string(flag.value), origin: "--\(flag.key)")
+        }
+        // Paths handed to clients (`get`'s path, `status`'s spool) must not depend on where the
+        // client runs. The socket stays as given: a Unix socket path is limited to 107 bytes.
+        config.spool = absolute(config.spool)
+        config.cache = absolute(config.cache)
+        config.state = absolute(config.state)
+        return config
+    }
+
+    /// `path` against the working directory, `./` and trailing `/` dropped.
+    static func absolute(_ path: String) -> String {
+        var trimmed = path
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard !trimmed.hasPrefix("/") else { return trimmed }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buffer, buffer.count) != nil else { return trimmed }
+        let here = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        while trimmed.hasPrefix("./") { trimmed.removeFirst(2) }
+        return trimmed == "." ? here : here + "/" + trimmed
+    }
+
+    /// The file's text; nil when it is the packaged default and absent.
+    private static func readFile(_ path: String) throws(ConfigError) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT, path == packagedConfigPath { return nil }
+            throw ConfigError(origin: path, reason: "cannot read the configuration file: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else {
+                throw ConfigError(origin: path, reason: "cannot read the configuration file: \(String(cString: strerror(errno)))")
+            }
+            if got == 0 { break }
+            bytes += chunk[..<got]
+            guard bytes.count <= maximumFileBytes else {
+                throw ConfigError(origin: path, reason: "larger than 1 MiB: not a configuration file")
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError(origin: path, reason: "not UTF-8 text")
+        }
+        return text
+    }
+}

@@ -1,0 +1,332 @@
+import NIOCore
+
+/// One control connection, after the line decoder: turns lines into requests, runs them one at
+/// a time in order through the command handler, writes each reply as one line, and enforces the
+/// connection's limits (pending requests, queued output, idleness). Events from a subscription
+/// are in `ControlConnectionHandler+Events.swift`.
+///
+/// Everything here runs on the channel's event loop, which owns all of this state; the command
+/// handler runs in a task whose result comes back to the loop through a promise.
+final class ControlConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ControlFrame
+    typealias OutboundOut = ByteBuffer
+
+    enum State {
+        /// Reading and answering requests.
+        case open
+        /// The server is stopping: waiting and new requests get `shutting_down`; the connection
+        /// closes once the running request has been answered and the replies have been flushed.
+        case draining
+        /// Closed or closing: nothing more is read or written.
+        case closed
+    }
+
+    /// Something to answer, in request order.
+    enum Pending {
+        case request(ControlRequest)
+        /// A reply decided when its line was read (`bad_request`, `too_many_requests`, …);
+        /// with `closeAfter` the connection closes once it is flushed (`line_too_long`).
+        case reply(ByteBuffer, closeAfter: Bool)
+    }
+
+    let settings: ControlConnectionSettings
+    let peer: ControlPeer
+    var limits: ControlLimits { settings.limits }
+
+    var context: ChannelHandlerContext?
+    var state = State.open
+    var pending = CircularBuffer<Pending>()
+    /// Requests waiting or running, for ``ControlLimits/maxPendingRequests``.
+    var waitingRequests = 0
+    /// Bytes of the replies in `pending`; they count as queued output.
+    var heldReplyBytes = 0
+    /// The command handler's task for the running request.
+    var running: Task<Void, Never>?
+    var isRunning = false
+    /// After a line was too long: later lines are not read.
+    var readsEnded = false
+    /// Close as soon as the queued output is flushed.
+    var closeWhenFlushed = false
+    /// Written to the channel, not yet taken by the kernel.
+    var queuedOutputBytes = 0
+    var idleTimer: Scheduled<Void>?
+    var lingerTimer: Scheduled<Void>?
+
+    /// The event subscription's token with the hub.
+    var subscription: Int?
+    /// Events written and not yet taken by the kernel.
+    var unsentEvents = 0
+    /// Events dropped since the last `events_dropped` line, and the last one's number.
+    var droppedEvents = 0
+    var lastDroppedSequence = 0
+
+    init(settings: ControlConnectionSettings, peer: ControlPeer) {
+        self.settings = settings
+        self.peer = peer
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { armIdleTimer() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        tearDown()
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        armIdleTimer()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        tearDown()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { sendDropNoticeIfReady() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ControlShutdownEvent {
+            beginDraining()
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
+            // The client will send nothing more: answer what it sent, then close.
+            readsEnded = true
+            if !isRunning && pending.isEmpty { closeAfterFlush() }
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset by the peer or a failed write: nothing to tell anyone.
+        close()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard state != .closed, !readsEnded else { return }
+        idleTimer?.cancel()
+        idleTimer = nil
+        switch unwrapInboundIn(data) {
+        case .tooLong:
+            readsEnded = true
+            settings.metrics.increment(\.linesTooLong)
+            settings.log("control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
+            hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
+        case .line(let line):
+            switch pendingItem(for: line) {
+            case .request(let request):
+                pending.append(.request(request))
+            case .reply(let reply, let closeAfter):
+                hold(reply, closeAfter: closeAfter)
+            }
+        }
+        drain()
+    }
+
+    // MARK: Requests
+
+    /// What a line asks for: a request to run, or the reply it gets without running.
+    private func pendingItem(for line: ByteBuffer) -> Pending {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: line)
+        } catch {
+            return .reply(ControlLine.error(.badRequest(error.description)), closeAfter: false)
+        }
+        guard case .object(var members) = value else {
+            return .reply(ControlLine.error(.badRequest("a request must be a JSON object, not \(value.kindDescription)")), closeAfter: false)
+        }
+        let id = members.removeValue(forKey: "id") ?? .null
+        guard let command = members.removeValue(forKey: "cmd") else {
+            return .reply(ControlLine.error(.badRequest("\"cmd\" is missing"), id: id), closeAfter: false)
+        }
+        guard case .string(let name) = command else {
+            return .reply(ControlLine.error(.badRequest("\"cmd\" must be a string, not \(command.kindDescription)"), id: id), closeAfter: false)
+        }
+        guard state == .open else {
+            return .reply(ControlLine.error(.shuttingDown, id: id), closeAfter: false)
+        }
+        guard waitingRequests < limits.maxPendingRequests else {
+            return .reply(ControlLine.error(.tooManyRequests(limit: limits.maxPendingRequests), id: id), closeAfter: false)
+        }
+        waitingRequests += 1
+        return .request(ControlRequest(id: id, command: name, arguments: members, peer: peer))
+    }
+
+    /// Queues a reply behind the requests before it; it counts as queued output from now on.
+    private func hold(_ reply: ByteBuffer, closeAfter: Bool) {
+        guard fitsOutputLimit(reply.readableBytes) else {
+            disconnectSlowReader()
+            return
+        }
+        heldReplyBytes += reply.readableBytes
+        pending.append(.reply(reply, closeAfter: closeAfter))
+    }
+
+    /// Answers what can be answered now, in order, until a request has to wait for the handler.
+    func drain() {
+        while state != .closed, !isRunning, let next = pending.popFirst() {
+            switch next {
+            case .reply(let reply, let closeAfter):
+                heldReplyBytes -= reply.readableBytes
+                write(reply, isEvent: false)
+                if closeAfter {
+                    closeAfterFlush()
+                    return
+                }
+            case .request(let request) where state == .draining:
+                waitingRequests -= 1
+                write(ControlLine.error(.shuttingDown, id: request.id), isEvent: false)
+            case .request(let request) where request.command == "subscribe":
+                waitingRequests -= 1
+                write(ControlLine.reply(id: request.id, subscribe(request)), isEvent: false)
+            case .request(let request):
+                run(request)
+            }
+        }
+        if state != .closed, !isRunning, pending.isEmpty { becameQuiet() }
+    }
+
+    /// Runs `request` through the command handler; its reply is written back on the loop.
+    private func run(_ request: ControlRequest) {
+        guard let context else { return }
+        isRunning = true
+        let handler = settings.handler
+        let promise = context.eventLoop.makePromise(of: Result<JSONValue, ControlError>.self)
+        running = promise.completeWithTask { await handler.handle(request) }
+        promise.futureResult.assumeIsolated().whenComplete { [self] outcome in
+            running = nil
+            isRunning = false
+            waitingRequests -= 1
+            guard state != .closed else { return }
+            let result: Result<JSONValue, ControlError>
+            switch outcome {
+            case .success(let answer): result = answer
+            case .failure(let error): result = .failure(.other(code: "internal", message: "the command failed: \(error)"))
+            }
+            write(ControlLine.reply(id: request.id, result), isEvent: false)
+            drain()
+        }
+    }
+
+    /// Nothing is running or waiting: close if the client or the server is done, else wait
+    /// for the next request, at most the idle timeout.
+    private func becameQuiet() {
+        if state == .draining || readsEnded {
+            closeAfterFlush()
+        } else {
+            armIdleTimer()
+        }
+    }
+
+    private func beginDraining() {
+        guard state == .open else { return }
+        state = .draining
+        endSubscription()
+        idleTimer?.cancel()
+        idleTimer = nil
+        drain()
+    }
+
+    // MARK: Output
+
+    /// Whether `size` more bytes may be queued: the queued output stays within the limit, or
+    /// nothing else is queued (one reply may be larger than the limit on its own).
+    func fitsOutputLimit(_ size: Int) -> Bool {
+        let queued = queuedOutputBytes + heldReplyBytes
+        return queued == 0 || queued + size <= limits.maxQueuedOutputBytes
+    }
+
+    /// Writes one line; a client whose queued output would pass the limit is disconnected.
+    func write(_ line: ByteBuffer, isEvent: Bool) {
+        guard state != .closed, let context else { return }
+        let size = line.readableBytes
+        guard fitsOutputLimit(size) else {
+            disconnectSlowReader()
+            return
+        }
+        queuedOutputBytes += size
+        settings.metrics.recordMaximum(\.largestQueuedOutputBytes, queuedOutputBytes + heldReplyBytes)
+        if isEvent {
+            unsentEvents += 1
+            settings.metrics.recordMaximum(\.largestQueuedEvents, unsentEvents)
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.assumeIsolated().whenComplete { [self] _ in
+            queuedOutputBytes -= size
+            if isEvent { unsentEvents -= 1 }
+            written()
+        }
+        context.writeAndFlush(wrapOutboundOut(line), promise: promise)
+    }
+
+    /// A line reached the kernel (or failed to).
+    private func written() {
+        guard state != .closed else { return }
+        if closeWhenFlushed {
+            if queuedOutputBytes == 0 { close() }
+        } else {
+            sendDropNoticeIfReady()
+        }
+    }
+
+    func disconnectSlowReader() {
+        guard state != .closed else { return }
+        settings.metrics.increment(\.slowReaderDisconnects)
+        settings.log("control: disconnecting \(peer): it does not read its replies (over \(limits.maxQueuedOutputBytes) bytes queued)")
+        close()
+    }
+
+    /// Closes once everything written has been flushed, or after the grace period at most.
+    func closeAfterFlush() {
+        guard state != .closed, !closeWhenFlushed, let context else { return }
+        closeWhenFlushed = true
+        idleTimer?.cancel()
+        idleTimer = nil
+        if queuedOutputBytes == 0 {
+            close()
+            return
+        }
+        lingerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(limits.shutdownGracePeriod)) { [self] in
+            close()
+        }
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        state = .closed
+        context?.close(promise: nil)
+    }
+
+    /// The connection is gone: stop the running command and let go of the subscription.
+    private func tearDown() {
+        state = .closed
+        running?.cancel()
+        running = nil
+        idleTimer?.cancel()
+        idleTimer = nil
+        lingerTimer?.cancel()
+        lingerTimer = nil
+        endSubscription()
+        pending.removeAll()
+        heldReplyBytes = 0
+    }
+
+    // MARK: Idleness
+
+    private func armIdleTimer() {
+        guard state == .open, subscription == nil, !closeWhenFlushed, let context else { return }
+        idleTimer?.cancel()
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(limits.idleTimeout)) { [self] in
+            guard state == .open, !isRunning, pending.isEmpty, subscription == nil else { return }
+            close()
+        }
+    }
+}

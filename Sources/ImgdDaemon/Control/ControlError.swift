@@ -1,0 +1,64 @@
+/// A failed request on the control socket: a `snake_case` ``code`` for scripts and a
+/// ``message`` for a person. The codes are the protocol's (Protocol.md, *Protocol errors*); they
+/// are mapped here and nowhere else.
+public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `bad_request`: the line is not a JSON object, or its `cmd` is missing or not a string.
+    case badRequest(String)
+    /// `line_too_long`: a line over the limit; the connection is closed after the reply.
+    case lineTooLong(limit: Int)
+    /// `unknown_command`: `cmd` names no command (the command handler answers this).
+    case unknownCommand(String)
+    /// `invalid_argument`: an argument is missing, of the wrong type or out of range.
+    case invalidArgument(field: String, reason: String)
+    /// `too_many_requests`: more requests of the connection wait for replies than the limit.
+    case tooManyRequests(limit: Int)
+    /// `busy`: more connections than the limit; sent once, then the connection is closed.
+    case busy(limit: Int)
+    /// `shutting_down`: the daemon is stopping.
+    case shuttingDown
+    /// `not_found`: the thing named does not exist (a list, a cache entry with `fetch: false`).
+    case notFound(String)
+    /// Any other code, passed through as given: a download error (`dns`, `http_404`, …).
+    case other(code: String, message: String)
+
+    /// The protocol's `snake_case` code.
+    public var code: String {
+        switch self {
+        case .badRequest: return "bad_request"
+        case .lineTooLong: return "line_too_long"
+        case .unknownCommand: return "unknown_command"
+        case .invalidArgument: return "invalid_argument"
+        case .tooManyRequests: return "too_many_requests"
+        case .busy: return "busy"
+        case .shuttingDown: return "shutting_down"
+        case .notFound: return "not_found"
+        case .other(let code, _): return code
+        }
+    }
+
+    /// What went wrong, for a person.
+    public var message: String {
+        switch self {
+        case .badRequest(let reason):
+            return reason
+        case .lineTooLong(let limit):
+            return "a line over \(limit) bytes; closing the connection"
+        case .unknownCommand(let name):
+            return "unknown command \"\(name)\"; see Protocol.md"
+        case .invalidArgument(let field, let reason):
+            return "invalid argument \"\(field)\": \(reason)"
+        case .tooManyRequests(let limit):
+            return "more than \(limit) requests waiting for their replies; this one was not run"
+        case .busy(let limit):
+            return "too many connections (\(limit)); try again later"
+        case .shuttingDown:
+            return "imgd is shutting down"
+        case .notFound(let what):
+            return what
+        case .other(_, let message):
+            return message
+        }
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

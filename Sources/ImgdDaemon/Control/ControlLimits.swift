@@ -1,0 +1,45 @@
+/// The control socket's limits, per server and per connection (Protocol.md, *Limits*).
+public struct ControlLimits: Sendable, Hashable {
+    /// Connections open at once: 256 by default. The next one gets one `busy` line and is closed.
+    public var maxConnections: Int
+    /// Bytes in one line, excluding its `\n` (and a `\r` before it): 1 MiB (1,048,576) by default.
+    /// A longer line is answered with `line_too_long` and the connection is closed; no more than
+    /// this plus one read is ever buffered.
+    public var maxLineBytes: Int
+    /// Requests of one connection waiting for their replies (the one running included): 64 by
+    /// default. Each request beyond is answered, in order, with `too_many_requests`.
+    public var maxPendingRequests: Int
+    /// Bytes of replies and events queued for one connection and not yet taken by the kernel:
+    /// 4 MiB by default. A client that does not read is disconnected once it would be exceeded.
+    public var maxQueuedOutputBytes: Int
+    /// Events queued for one subscriber and not yet taken by the kernel: 1,000 by default.
+    /// Further events are dropped and counted; the subscriber gets one `events_dropped` line
+    /// once it reads again.
+    public var maxQueuedEvents: Int
+    /// A connection with no request running or waiting and no subscription is closed after this
+    /// long without a request: 10 minutes by default.
+    public var idleTimeout: Duration
+    /// How long ``ControlServer/stop()`` lets running requests finish and replies drain before it
+    /// closes the remaining connections: 5 seconds by default.
+    public var shutdownGracePeriod: Duration
+
+    public init(
+        maxConnections: Int = 256,
+        maxLineBytes: Int = 1_048_576,
+        maxPendingRequests: Int = 64,
+        maxQueuedOutputBytes: Int = 4 * 1_048_576,
+        maxQueuedEvents: Int = 1_000,
+        idleTimeout: Duration = .seconds(600),
+        shutdownGracePeriod: Duration = .seconds(5)
+    ) {
+        precondition(maxConnections > 0 && maxLineBytes > 0 && maxPendingRequests > 0)
+        precondition(maxQueuedOutputBytes > 0 && maxQueuedEvents > 0)
+        self.maxConnections = maxConnections
+        self.maxLineBytes = maxLineBytes
+        self.maxPendingRequests = maxPendingRequests
+        self.maxQueuedOutputBytes = maxQueuedOutputBytes
+        self.maxQueuedEvents = maxQueuedEvents
+        self.idleTimeout = idleTimeout
+        self.shutdownGracePeriod = shutdownGracePeriod
+    }
+}

@@ -1,0 +1,185 @@
+import NIOCore
+import NIOPosix
+
+/// The control socket's server (Protocol.md, *Control socket*): JSON lines over a Unix stream
+/// socket. It frames lines, keeps each connection's replies in request order, enforces the
+/// limits (``ControlLimits``), handles `subscribe` with the ``EventHub``, and hands every other
+/// request to the ``ControlCommandHandler``.
+///
+/// Lifecycle: ``start()`` once, then ``stop()``; a server does not restart. The daemon must
+/// call ``stop()`` before it exits, so that clients get their replies and the socket file is
+/// removed.
+public actor ControlServer {
+    private enum State {
+        case idle
+        case starting
+        case running(Listener)
+        case stopping
+        case stopped
+    }
+
+    private struct Listener {
+        let channel: any Channel
+        /// The socket file this server created, removed at stop; `nil` for an inherited socket.
+        let socketFile: ControlSocketFile?
+    }
+
+    public nonisolated let address: ControlListenAddress
+    public nonisolated let limits: ControlLimits
+    private let settings: ControlConnectionSettings
+    private let registry: ControlConnectionRegistry
+    private let group: any EventLoopGroup
+    private var state = State.idle
+
+    /// A server for `address`. `log` gets one line per connection refused as busy, per client
+    /// disconnected for not reading, and per line too long, each naming the peer. Connections
+    /// run on `group` (NIO's shared singleton by default).
+    public init(
+        listening address: ControlListenAddress,
+        limits: ControlLimits = ControlLimits(),
+        handler: any ControlCommandHandler,
+        events: EventHub,
+        log: @escaping @Sendable (String) -> Void,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.address = address
+        self.limits = limits
+        self.settings = ControlConnectionSettings(
+            limits: limits, handler: handler, events: events, log: log, metrics: ControlMetrics())
+        self.registry = ControlConnectionRegistry(maxConnections: limits.maxConnections)
+        self.group = group
+    }
+
+    /// Connections open now (refused ones not counted).
+    public nonisolated var connectionCount: Int { registry.count }
+
+    /// High-water marks of the server's buffers, for tests.
+    nonisolated var metrics: ControlMetrics.Snapshot { settings.metrics.snapshot }
+
+    /// Starts listening. For a path: a stale socket file is replaced; a live server's socket
+    /// (``ControlServerError/alreadyRunning(path:)``) and anything that is not a socket
+    /// (``ControlServerError/notASocket(path:)``) are left alone. The new socket file gets mode
+    /// 0660. Calling it twice is a programmer error.
+    public func start() async throws(ControlServerError) {
+        guard case .idle = state else { preconditionFailure("ControlServer.start() called twice") }
+        state = .starting
+        let listener: Listener
+        do throws(ControlServerError) {
+            listener = try await listen()
+        } catch {
+            state = .stopped
+            throw error
+        }
+        guard case .starting = state else {
+            // stop() came while the socket was being bound.
+            try? await listener.channel.close()
+            listener.socketFile?.remove()
+            return
+        }
+        state = .running(listener)
+    }
+
+    /// Stops accepting connections, tells the open ones (waiting and new requests get
+    /// `shutting_down`, the running ones finish, subscriptions end), waits for them to close
+    /// at most ``ControlLimits/shutdownGracePeriod``, then closes the rest, cancelling their
+    /// running commands. Removes the socket file this server created. Returns at once when the
+    /// server is not running.
+    public func stop() async {
+        let listener: Listener
+        switch state {
+        case .idle, .starting:
+            state = .stopped
+            return
+        case .stopping, .stopped:
+            return
+        case .running(let running):
+            listener = running
+        }
+        state = .stopping
+        let open = registry.stopAccepting()
+        try? await listener.channel.close()
+        for channel in open {
+            channel.pipeline.fireUserInboundEventTriggered(ControlShutdownEvent())
+        }
+        let loop = group.any()
+        let registry = self.registry
+        let deadline = loop.scheduleTask(in: TimeAmount(limits.shutdownGracePeriod)) {
+            for channel in registry.connections { channel.close(promise: nil) }
+        }
+        try? await EventLoopFuture.andAllComplete(open.map(\.closeFuture), on: loop).get()
+        deadline.cancel()
+        listener.socketFile?.remove()
+        state = .stopped
+    }
+
+    // MARK: Listening
+
+    private func listen() async throws(ControlServerError) -> Listener {
+        let bootstrap = makeBootstrap()
+        switch address {
+        case .path(let path):
+            try ControlSocketFile.clearStale(at: path)
+            let channel: any Channel
+            do {
+                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            } catch {
+                throw .cannotListen(address: path, reason: Self.describe(error))
+            }
+            do throws(ControlServerError) {
+                return Listener(channel: channel, socketFile: try ControlSocketFile.adopt(path))
+            } catch {
+                try? await channel.close()
+                throw error
+            }
+        case .inheritedDescriptor(let descriptor):
+            do {
+                let channel = try await bootstrap.withBoundSocket(descriptor).get()
+                return Listener(channel: channel, socketFile: nil)
+            } catch {
+                throw .cannotListen(address: address.description, reason: Self.describe(error))
+            }
+        }
+    }
+
+    private func makeBootstrap() -> ServerBootstrap {
+        let settings = self.settings
+        let registry = self.registry
+        return ServerBootstrap(group: group)
+            // Room for a burst of connections beyond the limit, so the excess gets `busy`
+            // rather than a refused connect; the kernel caps it at somaxconn.
+            .serverChannelOption(.backlog, value: Int32(clamping: max(256, limits.maxConnections + 64)))
+            // A client may shut down its side after its last request and still read the replies.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                Self.initialize(channel, settings: settings, registry: registry)
+            }
+    }
+
+    /// Sets up an accepted connection: served, or refused with one line.
+    private static func initialize(
+        _ channel: any Channel, settings: ControlConnectionSettings, registry: ControlConnectionRegistry
+    ) -> EventLoopFuture<Void> {
+        ControlPeerCredentials.read(from: channel).flatMapThrowing { peer in
+            let pipeline = channel.pipeline.syncOperations
+            switch registry.admit(channel) {
+            case .admitted:
+                let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics)
+                try pipeline.addHandler(ByteToMessageHandler(decoder))
+                try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer))
+            case .busy:
+                settings.metrics.increment(\.busyRefusals)
+                settings.log("control: refused a connection from \(peer): \(registry.maxConnections) connections are open (busy)")
+                try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.busy(limit: registry.maxConnections))))
+            case .stopping:
+                try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.shuttingDown)))
+            }
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return ControlSocketFile.describe(error.errnoCode)
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,86 @@
+import NIOCore
+
+extension JSONValue {
+    /// The value as compact JSON: no spaces, object keys sorted by their UTF-8 bytes, `/` not
+    /// escaped, non-ASCII characters written as UTF-8; only `"`, `\` and control characters are
+    /// escaped. The same value always gives the same text.
+    public var jsonText: String {
+        var buffer = ByteBuffer()
+        buffer.writeJSONValue(self)
+        return String(buffer: buffer)
+    }
+}
+
+extension ByteBuffer {
+    /// Appends `value` as compact JSON (see ``JSONValue/jsonText``); returns the bytes written.
+    @discardableResult
+    mutating func writeJSONValue(_ value: JSONValue) -> Int {
+        let start = writerIndex
+        switch value {
+        case .null:
+            writeStaticString("null")
+        case .bool(let flag):
+            writeStaticString(flag ? "true" : "false")
+        case .int(let number):
+            writeString(String(number))
+        case .double(let number):
+            // Swift's description is the shortest text that reads back as the same Double, and
+            // is valid JSON for every finite value ("1.5", "1e-07", "-0.0"). JSON has no NaN.
+            writeString(number.isFinite ? number.description : "null")
+        case .string(let text):
+            writeJSONString(text)
+        case .array(let elements):
+            writeInteger(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { writeInteger(UInt8(ascii: ",")) }
+                writeJSONValue(element)
+            }
+            writeInteger(UInt8(ascii: "]"))
+        case .object(let members):
+            writeInteger(UInt8(ascii: "{"))
+            let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for (index, key) in keys.enumerated() {
+                if index > 0 { writeInteger(UInt8(ascii: ",")) }
+                writeJSONString(key)
+                writeInteger(UInt8(ascii: ":"))
+                writeJSONValue(members[key]!)
+            }
+            writeInteger(UInt8(ascii: "}"))
+        }
+        return writerIndex - start
+    }
+
+    /// Appends `text` as a JSON string literal.
+    mutating func writeJSONString(_ text: String) {
+        writeInteger(UInt8(ascii: "\""))
+        if !text.utf8.contains(where: Self.needsEscape) {
+            writeString(text)
+        } else {
+            for byte in text.utf8 {
+                guard Self.needsEscape(byte) else {
+                    writeInteger(byte)
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""): writeStaticString("\\\"")
+                case UInt8(ascii: "\\"): writeStaticString("\\\\")
+                case 0x0A: writeStaticString("\\n")
+                case 0x0D: writeStaticString("\\r")
+                case 0x09: writeStaticString("\\t")
+                case 0x08: writeStaticString("\\b")
+                case 0x0C: writeStaticString("\\f")
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    writeStaticString("\\u00")
+                    writeInteger(hex[Int(byte >> 4)])
+                    writeInteger(hex[Int(byte & 0x0F)])
+                }
+            }
+        }
+        writeInteger(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+}

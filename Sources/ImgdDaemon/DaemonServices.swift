@@ -1,0 +1,272 @@
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+import ImgdSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the daemon could not start, with what it was doing.
+struct DaemonStartError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The daemon's running services and what they share. Built by ``start(config:options:log:)``
+/// in dependency order; ``stop()`` takes them down in reverse.
+final class DaemonServices: Sendable {
+    let options: DaemonOptions
+    let log: DaemonLog
+    let notifier = SystemdNotifier()
+    let config: Mutex<DaemonConfig>
+    let store: ListStore
+    let disk: DiskCache
+    let memory: MemoryCache
+    let tiers: TieredCache
+    let downloader: Downloader
+    let maintainer: DiskCacheMaintainer
+    let pressure: MemoryPressureService
+    let spool: SpoolService
+    let events: EventHub
+    let server: ControlServer
+    let counters = Mutex(DaemonCounters())
+    let startedAt = ContinuousClock.now
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    private init(
+        options: DaemonOptions, log: DaemonLog, config: DaemonConfig, store: ListStore, disk: DiskCache,
+        memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
+        pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer
+    ) {
+        self.options = options
+        self.log = log
+        self.config = Mutex(config)
+        self.store = store
+        self.disk = disk
+        self.memory = memory
+        tiers = TieredCache(memory: memory, disk: disk)
+        self.downloader = downloader
+        self.maintainer = maintainer
+        self.pressure = pressure
+        self.spool = spool
+        self.events = events
+        self.server = server
+    }
+
+    static func start(config: DaemonConfig, options: DaemonOptions, log: DaemonLog) async throws(DaemonStartError)
+        -> DaemonServices
+    {
+        log("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(config.socket)")
+        let store: ListStore
+        do {
+            try makeFolder(config.state)
+            store = try ListStore(path: config.state + "/imgd-state.sqlite")
+        } catch {
+            throw DaemonStartError(description: "state database in \(config.state): \(error)")
+        }
+        let disk: DiskCache
+        do {
+            disk = try DiskCache(root: config.cache, limit: config.diskLimit)
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+        if !disk.index.previousShutdownWasClean {
+            log("the last run did not stop cleanly: entries are checked before first use", level: .warning)
+        }
+        let memory = MemoryCache(limitBytes: config.memoryLimit)
+        let downloader: Downloader
+        do {
+            downloader = try Downloader(cache: disk, policy: config.downloadPolicy)
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+        let events = EventHub()
+        let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, log: { log($0) })
+        let source = MemoryPressureSource.resolve(environment: options.environment)
+        let pressure = MemoryPressureService(source: source, memory: memory, log: { log($0, level: .notice) }) { event, purged in
+            events.publish("memory_pressure", data: ["origin": .string(event.origin), "purged_bytes": JSONValue(purged), "count": JSONValue(event.count)])
+        }
+        let spool: SpoolService
+        do {
+            spool = try SpoolService(
+                path: config.spool, store: store, downloader: downloader, disk: disk, log: log,
+                onEvent: { DaemonServices.publish($0, to: events) })
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+        let handler = DaemonCommandHandler()
+        let server = ControlServer(
+            listening: Self.listenAddress(config: config),
+            limits: ControlLimits(maxConnections: config.maxConnections), handler: handler, events: events,
+            log: { log($0) })
+        let services = DaemonServices(
+            options: options, log: log, config: config, store: store, disk: disk, memory: memory,
+            downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
+            server: server)
+        handler.attach(services)
+
+        services.spawn { await maintainer.run() }
+        services.spawn {
+            do {
+                try await pressure.run()
+            } catch {
+                log("memory pressure watch ended: \(error); the purge command still works", level: .warning)
+            }
+        }
+        log("\(pressure.monitor.source)")
+        do {
+            try spool.start()
+        } catch {
+            await services.stop()
+            throw DaemonStartError(description: "\(error)")
+        }
+        do {
+            try await server.start()
+        } catch {
+            await services.stop()
+            throw DaemonStartError(description: "\(error)")
+        }
+        services.spawn { await services.reportProgress() }
+        services.notifier.ready(status: services.statusLine())
+        log("ready")
+        return services
+    }
+
+    /// The socket: the one systemd passed (socket activation), else the configured path.
+    private static func listenAddress(config: DaemonConfig) -> ControlListenAddress {
+        if let fd = SocketActivation.listeningDescriptor() { return .inheritedDescriptor(fd) }
+        return .path(config.socket)
+    }
+
+    /// Runs `body` as a child of the daemon, cancelled by ``stop()``.
+    private func spawn(_ body: @escaping @Sendable () async -> Void) {
+        let task = Task { await body() }
+        tasks.withLock { $0.append(task) }
+    }
+
+    // MARK: - Reload and stop
+
+    /// SIGHUP: reads the configuration again and applies what can change while running.
+    func reload() async {
+        notifier.reloading()
+        defer { notifier.ready(status: statusLine()) }
+        let new: DaemonConfig
+        do {
+            new = try options.load()
+        } catch {
+            log("reload failed, keeping the running configuration: \(error)", level: .error)
+            return
+        }
+        let old = config.withLock { $0 }
+        let changes = new.changes(from: old)
+        guard !changes.isEmpty else {
+            log("reloaded: nothing changed")
+            return
+        }
+        var applied = old
+        for change in changes {
+            if change.reloadable {
+                log("reloaded: \(change.key) = \(change.value)")
+            } else {
+                log("reloaded: \(change.key) changed to \(change.value) but needs a restart; keeping the old value", level: .warning)
+            }
+        }
+        // Take every reloadable setting from the new configuration, keep the rest.
+        applied = new
+        applied.spool = old.spool
+        applied.cache = old.cache
+        applied.state = old.state
+        applied.socket = old.socket
+        applied.maxConnections = old.maxConnections
+        applied.pressureThreshold = old.pressureThreshold
+        config.withLock { $0 = applied }
+        maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
+        memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
+        downloader.update(policy: applied.downloadPolicy)
+    }
+
+    /// Stops every service, in reverse order, within ``Daemon/stopDeadline``.
+    func stop() async {
+        notifier.stopping()
+        spool.stop()
+        await server.stop()
+        let downloader = downloader
+        let stopped = Task { await downloader.shutdown() }
+        let deadline = Task {
+            try? await Task.sleep(for: Daemon.stopDeadline)
+        }
+        _ = await (stopped.value, deadline.cancel())
+        spool.finalFlush()
+        let running = tasks.withLock { tasks in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
+        do {
+            try disk.close()
+        } catch {
+            log("closing the cache index failed (the next start checks entries): \(error)", level: .warning)
+        }
+        log("stopped")
+    }
+
+    // MARK: - Progress
+
+    /// `STATUS=` every 2 seconds; `WATCHDOG=1` at half the watchdog interval, only while the
+    /// transfer engine's loop and the spool's queue both answer (the loops that could hang).
+    private func reportProgress() async {
+        let ping = notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(2)
+        let interval = min(ping, .seconds(2))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
+            _ = await downloader.rememberedFailures()  // a round trip through the engine's loop
+            await spool.respond()  // and through the spool's queue
+            notifier.status(statusLine())
+            notifier.watchdog()
+        }
+    }
+
+    /// "warming 1234/5000 in 2 lists; cache 812 MiB of 1 GiB".
+    func statusLine() -> String {
+        let progress = spool.progress
+        let budget = disk.budget.snapshot
+        let cache = "cache \(ByteCount(budget.stored)) of \(ByteCount(budget.limit))"
+        let faults = maintainer.status.faults
+        let degraded = faults.isEmpty ? "" : "; degraded: " + faults.map(\.code).joined(separator: ", ")
+        guard progress.lists > 0 else { return "idle; \(cache)\(degraded)" }
+        return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s"); \(cache)\(degraded)"
+    }
+
+    private static func publish(_ event: SpoolEvent, to events: EventHub) {
+        switch event {
+        case .listClaimed(let name, let total):
+            events.publish("list_claimed", data: ["name": .string(name), "total": JSONValue(total)])
+        case .listDone(let record):
+            events.publish("list_done", data: [
+                "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
+                "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
+            ])
+        case .fetched(let url, let bytes):
+            events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes)])
+        case .failed(let url, let code, let message):
+            events.publish("failed", data: ["url": .string(url), "code": .string(code), "message": .string(message)])
+        case .refused:
+            break
+        }
+    }
+
+    private static func makeFolder(_ path: String) throws(SpoolError) {
+        if let failure = Folders.make(path, mode: 0o750) { throw .cannotCreate(path: failure.path, errno: failure.errno) }
+    }
+}
+
+/// Counters the daemon keeps beyond its services' own.
+struct DaemonCounters: Sendable {
+    var gets = 0
+    var diskHits = 0
+    var misses = 0
+    var evictedByCommand = 0
+}

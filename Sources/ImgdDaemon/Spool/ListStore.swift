@@ -1,0 +1,416 @@
+import ImgdStore
+import Synchronization
+
+/// Where a list is in its life.
+public enum ListState: String, Sendable, Equatable, CaseIterable {
+    /// Its URLs are being recorded; the file is still in the spool.
+    case claiming
+    /// Recorded, file in `spool/.claimed/`; URLs being fetched.
+    case active
+    /// Every URL cached.
+    case done
+    /// Finished with at least one failure.
+    case failed
+    /// Withdrawn by `cancel`.
+    case cancelled
+
+    /// True once nothing more will happen to it.
+    public var isFinished: Bool { self == .done || self == .failed || self == .cancelled }
+}
+
+/// One list as the state database records it.
+public struct ListRecord: Sendable, Equatable {
+    public let id: Int
+    /// The name it was dropped under (made unique among lists still in progress).
+    public let name: String
+    /// Its file's name in `spool/.claimed/`.
+    public let claimedFile: String
+    public let format: String
+    public var state: ListState
+    /// Its images are pinned this long after they are cached, when set (milliseconds).
+    public let pinMilliseconds: Int?
+    public var total: Int
+    public var pending: Int
+    public var cached: Int
+    public var alreadyCached: Int
+    public var failed: Int
+    public var bytes: Int
+    /// Wall-clock milliseconds.
+    public let claimedAt: Int
+    public var finishedAt: Int?
+}
+
+/// How one URL of a list ended.
+public enum ListURLOutcome: Sendable, Equatable {
+    /// Downloaded for this list.
+    case cached(bytes: Int)
+    /// Was in the cache already.
+    case alreadyCached(bytes: Int)
+    case failed(code: String, message: String)
+}
+
+/// A URL of a list that failed, for the report.
+public struct ListFailure: Sendable, Equatable {
+    public let line: Int
+    public let url: String
+    public let code: String
+    public let message: String
+}
+
+/// The daemon's state database (`<state>/imgd-state.sqlite`, WAL): the lists it has claimed
+/// and every URL of each, with how it ended.
+///
+/// This is what makes a claimed list survive anything: its URLs are in here before the file
+/// leaves the spool, and each outcome is written (in batches) as it arrives, so after a crash
+/// a list resumes with the URLs still pending. Per-list counters are kept in the list's row, so
+/// `lists` never counts a million rows. One connection, behind a mutex.
+public final class ListStore: Sendable {
+    private let connection: Mutex<SQLiteConnection>
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS lists (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            claimed_file TEXT NOT NULL,
+            format TEXT NOT NULL,
+            state TEXT NOT NULL,
+            pin_ms INTEGER,
+            total INTEGER NOT NULL DEFAULT 0,
+            pending INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            already_cached INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            bytes INTEGER NOT NULL DEFAULT 0,
+            claimed_at INTEGER NOT NULL,
+            finished_at INTEGER
+        );
+        CREATE TABLE IF NOT EXISTS list_urls (
+            list_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            line INTEGER NOT NULL,
+            url TEXT NOT NULL,
+            state INTEGER NOT NULL,
+            code TEXT,
+            message TEXT,
+            bytes INTEGER,
+            PRIMARY KEY (list_id, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
+        """
+
+    /// `list_urls.state` values.
+    private enum URLState: Int {
+        case pending = 0, cached = 1, alreadyCached = 2, failed = 3
+    }
+
+    /// Opens (creating if needed) the database at `path`.
+    public init(path: String) throws(SQLiteError) {
+        let connection = try SQLiteConnection(path: path)
+        // NORMAL: a commit survives the process dying (kill -9, a crash) without an fsync per
+        // batch; only a power cut can lose the last commits, and then lists resume a little
+        // earlier (what was cached is found in the cache, not fetched again).
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try connection.execute(Self.schema)
+        self.connection = Mutex(connection)
+    }
+
+    // MARK: - Claiming
+
+    /// Starts claiming a list: its row, in state `claiming`, named `name` (with `~N` added when
+    /// a list in progress has that name). Its file's name in `.claimed/` is `<id>.<file name>`.
+    public func beginClaim(fileName: String, format: String, pinMilliseconds: Int?, at time: Int)
+        throws(SQLiteError) -> ListRecord
+    {
+        let id: Int = try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                var name = fileName
+                let taken = try connection.statement(
+                    "SELECT count(*) FROM lists WHERE name = ?1 AND state IN ('claiming', 'active')")
+                var suffix = 1
+                while true {
+                    taken.reset()
+                    taken.bind(1, name)
+                    guard try taken.step(), taken.int(0) > 0 else { break }
+                    suffix += 1
+                    name = "\(fileName)~\(suffix)"
+                }
+                taken.reset()
+                let statement = try connection.statement("""
+                    INSERT INTO lists (name, claimed_file, format, state, pin_ms, claimed_at)
+                    VALUES (?1, '', ?2, 'claiming', ?3, ?4) RETURNING id
+                    """)
+                defer { statement.reset() }
+                statement.bind(1, name)
+                statement.bind(2, format)
+                statement.bind(3, pinMilliseconds)
+                statement.bind(4, time)
+                _ = try statement.step()
+                let id = statement.int(0)
+                statement.reset()
+                let file = try connection.statement("UPDATE lists SET claimed_file = ?2 WHERE id = ?1")
+                file.bind(1, id)
+                file.bind(2, "\(id).\(fileName)")
+                try file.step()
+                return id
+            }
+        }
+        guard let record = try list(id) else { throw SQLiteError(code: 1, message: "list \(id) vanished", context: "claim") }
+        return record
+    }
+
+    /// Records a slice of a list's lines (in one transaction): URLs as pending, bad lines as
+    /// failed with their code and message.
+    public func addLines(
+        list: Int, _ lines: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)]
+    ) throws(SQLiteError) {
+        guard !lines.isEmpty else { return }
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let insert = try connection.statement(
+                    "INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                var pending = 0
+                var failed = 0
+                for entry in lines {
+                    insert.reset()
+                    insert.bind(1, list)
+                    insert.bind(2, entry.seq)
+                    insert.bind(3, entry.line)
+                    insert.bind(4, entry.url)
+                    insert.bind(5, (entry.failure == nil ? URLState.pending : .failed).rawValue)
+                    insert.bind(6, entry.failure?.code)
+                    insert.bind(7, entry.failure?.message)
+                    try insert.step()
+                    if entry.failure == nil { pending += 1 } else { failed += 1 }
+                }
+                let update = try connection.statement(
+                    "UPDATE lists SET total = total + ?2, pending = pending + ?3, failed = failed + ?4 WHERE id = ?1")
+                update.bind(1, list)
+                update.bind(2, lines.count)
+                update.bind(3, pending)
+                update.bind(4, failed)
+                try update.step()
+            }
+        }
+    }
+
+    /// Sets how long the list's images stay pinned once cached (its `# pin:` header).
+    public func setPin(list: Int, milliseconds: Int) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET pin_ms = ?2 WHERE id = ?1")
+            statement.bind(1, list)
+            statement.bind(2, milliseconds)
+            try statement.step()
+        }
+    }
+
+    /// The list's file is in `.claimed/`: it is active from now on.
+    public func finishClaim(list: Int) throws(SQLiteError) {
+        try setState(list, .active)
+    }
+
+    /// Forgets a claim that did not complete (the file is still in the spool and will be claimed anew).
+    public func abandonClaim(list: Int) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                for sql in ["DELETE FROM list_urls WHERE list_id = ?1", "DELETE FROM lists WHERE id = ?1"] {
+                    let statement = try connection.statement(sql)
+                    statement.bind(1, list)
+                    try statement.step()
+                }
+            }
+        }
+    }
+
+    // MARK: - Progress
+
+    /// Up to `limit` pending URLs of `list` after `seq`, in list order.
+    public func pendingURLs(list: Int, after seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, url: String)] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT seq, url FROM list_urls WHERE list_id = ?1 AND state = 0 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, seq)
+            statement.bind(3, limit)
+            var found: [(Int, String)] = []
+            while try statement.step() { found.append((statement.int(0), statement.string(1) ?? "")) }
+            return found
+        }
+    }
+
+    /// Writes a batch of outcomes (one transaction) and updates each list's counters. An
+    /// outcome for a URL no longer pending (answered twice, or its list was cancelled) is ignored.
+    public func record(_ outcomes: [(list: Int, seq: Int, outcome: ListURLOutcome)]) throws(SQLiteError) {
+        guard !outcomes.isEmpty else { return }
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let update = try connection.statement(
+                    "UPDATE list_urls SET state = ?3, code = ?4, message = ?5, bytes = ?6 WHERE list_id = ?1 AND seq = ?2 AND state = 0")
+                let count = try connection.statement("""
+                    UPDATE lists SET pending = pending - 1, cached = cached + ?2, already_cached = already_cached + ?3,
+                        failed = failed + ?4, bytes = bytes + ?5 WHERE id = ?1
+                    """)
+                for item in outcomes {
+                    update.reset()
+                    update.bind(1, item.list)
+                    update.bind(2, item.seq)
+                    var counts = (cached: 0, already: 0, failed: 0, bytes: 0)
+                    switch item.outcome {
+                    case .cached(let bytes):
+                        update.bind(3, URLState.cached.rawValue)
+                        update.bind(4, nil as String?)
+                        update.bind(5, nil as String?)
+                        update.bind(6, bytes)
+                        counts = (1, 0, 0, bytes)
+                    case .alreadyCached(let bytes):
+                        update.bind(3, URLState.alreadyCached.rawValue)
+                        update.bind(4, nil as String?)
+                        update.bind(5, nil as String?)
+                        update.bind(6, bytes)
+                        counts = (0, 1, 0, 0)
+                    case .failed(let code, let message):
+                        update.bind(3, URLState.failed.rawValue)
+                        update.bind(4, code)
+                        update.bind(5, message)
+                        update.bind(6, nil as Int?)
+                        counts = (0, 0, 1, 0)
+                    }
+                    try update.step()
+                    guard connection.changes == 1 else { continue }
+                    count.reset()
+                    count.bind(1, item.list)
+                    count.bind(2, counts.cached)
+                    count.bind(3, counts.already)
+                    count.bind(4, counts.failed)
+                    count.bind(5, counts.bytes)
+                    try count.step()
+                }
+            }
+        }
+    }
+
+    /// Marks every pending URL of `list` failed with `code` (a cancelled list). Returns how many.
+    @discardableResult
+    public func failPending(list: Int, code: String, message: String) throws(SQLiteError) -> Int {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let update = try connection.statement(
+                    "UPDATE list_urls SET state = 3, code = ?2, message = ?3 WHERE list_id = ?1 AND state = 0")
+                update.bind(1, list)
+                update.bind(2, code)
+                update.bind(3, message)
+                try update.step()
+                let changed = connection.changes
+                let count = try connection.statement(
+                    "UPDATE lists SET pending = pending - ?2, failed = failed + ?2 WHERE id = ?1")
+                count.bind(1, list)
+                count.bind(2, changed)
+                try count.step()
+                return changed
+            }
+        }
+    }
+
+    /// Puts the failed URLs of `list` back to pending (except bad lines, which would fail the
+    /// same way). Returns how many.
+    public func requeueFailures(list: Int) throws(SQLiteError) -> Int {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let update = try connection.statement(
+                    "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code <> 'bad_url'")
+                update.bind(1, list)
+                try update.step()
+                let changed = connection.changes
+                let count = try connection.statement(
+                    "UPDATE lists SET pending = pending + ?2, failed = failed - ?2, state = 'active', finished_at = NULL WHERE id = ?1")
+                count.bind(1, list)
+                count.bind(2, changed)
+                try count.step()
+                return changed
+            }
+        }
+    }
+
+    /// The list is finished.
+    public func finish(list: Int, state: ListState, at time: Int) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET state = ?2, finished_at = ?3 WHERE id = ?1")
+            statement.bind(1, list)
+            statement.bind(2, state.rawValue)
+            statement.bind(3, time)
+            try statement.step()
+        }
+    }
+
+    private func setState(_ list: Int, _ state: ListState) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET state = ?2 WHERE id = ?1")
+            statement.bind(1, list)
+            statement.bind(2, state.rawValue)
+            try statement.step()
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Lists, most recent first: every one not finished, and the last `finishedLimit` finished.
+    public func lists(finishedLimit: Int = 100) throws(SQLiteError) -> [ListRecord] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("""
+                SELECT id, name, claimed_file, format, state, pin_ms, total, pending, cached, already_cached, failed,
+                    bytes, claimed_at, finished_at FROM lists
+                WHERE state IN ('claiming', 'active') OR id IN (
+                    SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT ?1)
+                ORDER BY id DESC
+                """)
+            defer { statement.reset() }
+            statement.bind(1, finishedLimit)
+            var found: [ListRecord] = []
+            while try statement.step() {
+                found.append(ListRecord(
+                    id: statement.int(0), name: statement.string(1) ?? "", claimedFile: statement.string(2) ?? "",
+                    format: statement.string(3) ?? "text", state: ListState(rawValue: statement.string(4) ?? "") ?? .failed,
+                    pinMilliseconds: statement.optionalInt(5), total: statement.int(6), pending: statement.int(7),
+                    cached: statement.int(8), alreadyCached: statement.int(9), failed: statement.int(10),
+                    bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13)))
+            }
+            return found
+        }
+    }
+
+    /// The list with `id`, if recorded.
+    public func list(_ id: Int) throws(SQLiteError) -> ListRecord? {
+        try lists(finishedLimit: Int.max).first { $0.id == id }
+    }
+
+    /// The failed URLs of `list`, in list order (at most `limit`).
+    public func failures(list: Int, limit: Int = Int.max) throws(SQLiteError) -> [ListFailure] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT line, url, code, message FROM list_urls WHERE list_id = ?1 AND state = 3 ORDER BY seq LIMIT ?2")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, limit)
+            var found: [ListFailure] = []
+            while try statement.step() {
+                found.append(ListFailure(
+                    line: statement.int(0), url: statement.string(1) ?? "", code: statement.string(2) ?? "",
+                    message: statement.string(3) ?? ""))
+            }
+            return found
+        }
+    }
+
+    /// Failure counts of `list` by error code.
+    public func failureCounts(list: Int) throws(SQLiteError) -> [String: Int] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT code, count(*) FROM list_urls WHERE list_id = ?1 AND state = 3 GROUP BY code")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            var counts: [String: Int] = [:]
+            while try statement.step() { counts[statement.string(0) ?? ""] = statement.int(1) }
+            return counts
+        }
+    }
+}

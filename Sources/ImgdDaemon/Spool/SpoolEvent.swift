@@ -1,0 +1,13 @@
+/// What the spool tells the rest of the daemon (the event stream, the log).
+public enum SpoolEvent: Sendable, Equatable {
+    /// A list was claimed: `total` lines recorded.
+    case listClaimed(name: String, total: Int)
+    /// A list finished.
+    case listDone(ListRecord)
+    /// A URL of a list was downloaded.
+    case fetched(url: String, bytes: Int)
+    /// A URL of a list failed.
+    case failed(url: String, code: String, message: String)
+    /// A file in the spool was refused (not a regular file, unreadable).
+    case refused(name: String, reason: String)
+}

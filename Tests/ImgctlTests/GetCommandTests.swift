@@ -1,0 +1,85 @@
+import Foundation
+import ImgdCore
+import Testing
+
+@testable import ImgctlCLI
+
+@Suite("get")
+struct GetCommandTests {
+    typealias Server = ScriptedControlServer
+
+    /// Every byte value, then some noise: what base64 must carry exactly.
+    static let image: [UInt8] = Array(0...255) + (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+
+    static func dataServer(bytes: [UInt8] = image, sha256: String? = nil) throws -> Server {
+        let digest = sha256 ?? SHA256Digest(of: bytes).hex
+        let encoded = Data(bytes).base64EncodedString()
+        return try Server { request in
+            [
+                .drip(Server.event("fetched", seq: 1, #"{"url":"x"}"#)),
+                .line(
+                    Server.success(
+                        request.id,
+                        #"{"path":"/cache/ab/cd","bytes":\#(bytes.count),"sha256":"\#(digest)","format":"png","width":1,"height":1,"source":"disk","data":"\#(encoded)"}"#
+                    )),
+            ]
+        }
+    }
+
+    @Test("-o FILE writes exactly the decoded bytes, by temp file and rename, and asks for data")
+    func writesFile() throws {
+        let server = try Self.dataServer()
+        defer { server.stop() }
+        let folder = try temporaryFolder()
+        defer { removeFolder(folder) }
+        let target = folder + "/out.png"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        let run = ImgctlRun(["get", "--socket", server.path, "-o", target, "http://a.test/x.png"])
+        #expect(run.status == 0, "\(run.stderr.text)")
+        #expect(run.stdout.text.isEmpty)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: target))) == Self.image)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["out.png"])  // no temp file left
+        #expect(server.received.map(\.raw) == [#"{"cmd":"get","data":true,"id":1,"url":"http://a.test/x.png"}"#])
+    }
+
+    @Test("-o - writes the bytes to stdout; --json with -o FILE prints the reply without its data")
+    func writesStdout() throws {
+        let server = try Self.dataServer()
+        defer { server.stop() }
+        let run = ImgctlRun(["get", "--socket", server.path, "-o", "-", "http://a.test/x.png"])
+        #expect(run.status == 0)
+        #expect(run.stdout.bytes == Self.image)
+        let folder = try temporaryFolder()
+        defer { removeFolder(folder) }
+        let json = ImgctlRun(["get", "--socket", server.path, "--json", "-o", folder + "/o.png", "http://a.test/x.png"])
+        #expect(json.status == 0)
+        let line = try #require(json.stdout.lines.first)
+        #expect(!line.contains("\"data\""))
+        #expect(line.contains(#""path":"/cache/ab/cd""#))
+        #expect(line.hasPrefix(#"{"id":1,"ok":true,"#))
+    }
+
+    @Test("bytes that do not match the reply's SHA-256 are refused and nothing is written")
+    func checksumMismatch() throws {
+        let server = try Self.dataServer(sha256: String(repeating: "0", count: 64))
+        defer { server.stop() }
+        let folder = try temporaryFolder()
+        defer { removeFolder(folder) }
+        let run = ImgctlRun(["get", "--socket", server.path, "-o", folder + "/out.png", "http://a.test/x.png"])
+        #expect(run.status == 1)
+        #expect(run.stderr.text.contains("SHA-256"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+    }
+
+    @Test("without -o: the path alone")
+    func printsPath() throws {
+        let server = try Server { request in
+            [.line(Server.success(request.id, #"{"path":"/var/cache/imgd/3f/a1/3fa1","bytes":5120,"source":"network"}"#))]
+        }
+        defer { server.stop() }
+        let run = ImgctlRun(["get", "--socket", server.path, "http://a.test/a.png"])
+        #expect(run.status == 0)
+        #expect(run.stdout.text == "/var/cache/imgd/3f/a1/3fa1\n")
+        #expect(server.received.map(\.raw) == [#"{"cmd":"get","id":1,"url":"http://a.test/a.png"}"#])
+    }
+}
