@@ -30,15 +30,17 @@ final class DaemonServices: Sendable {
     let spool: SpoolService
     let events: EventHub
     let server: ControlServer
-    let counters = Mutex(DaemonCounters())
+    let counters: DaemonCounters
     let startedAt = ContinuousClock.now
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
     private init(
         options: DaemonOptions, log: DaemonLog, config: DaemonConfig, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
-        pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer
+        pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
+        counters: DaemonCounters
     ) {
+        self.counters = counters
         self.options = options
         self.log = log
         self.config = Mutex(config)
@@ -82,6 +84,7 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         let events = EventHub()
+        let counters = DaemonCounters()
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, log: { log($0) })
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(source: source, memory: memory, log: { log($0, level: .notice) }) { event, purged in
@@ -91,7 +94,7 @@ final class DaemonServices: Sendable {
         do {
             spool = try SpoolService(
                 path: config.spool, store: store, downloader: downloader, disk: disk, log: log,
-                onEvent: { DaemonServices.publish($0, to: events) })
+                onEvent: { DaemonServices.publish($0, to: events, counting: counters) })
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
@@ -103,7 +106,7 @@ final class DaemonServices: Sendable {
         let services = DaemonServices(
             options: options, log: log, config: config, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server)
+            server: server, counters: counters)
         handler.attach(services)
 
         services.spawn { await maintainer.run() }
@@ -240,7 +243,7 @@ final class DaemonServices: Sendable {
         return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s"); \(cache)\(degraded)"
     }
 
-    private static func publish(_ event: SpoolEvent, to events: EventHub) {
+    private static func publish(_ event: SpoolEvent, to events: EventHub, counting counters: DaemonCounters) {
         switch event {
         case .listClaimed(let name, let total):
             events.publish("list_claimed", data: ["name": .string(name), "total": JSONValue(total)])
@@ -252,6 +255,7 @@ final class DaemonServices: Sendable {
         case .fetched(let url, let bytes):
             events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes)])
         case .failed(let url, let code, let message):
+            counters.update { $0.failuresByCode[code, default: 0] += 1 }
             events.publish("failed", data: ["url": .string(url), "code": .string(code), "message": .string(message)])
         case .refused:
             break
@@ -263,10 +267,22 @@ final class DaemonServices: Sendable {
     }
 }
 
-/// Counters the daemon keeps beyond its services' own.
-struct DaemonCounters: Sendable {
-    var gets = 0
-    var diskHits = 0
-    var misses = 0
-    var evictedByCommand = 0
+/// Counters the daemon keeps beyond its services' own, for `stats`.
+final class DaemonCounters: Sendable {
+    struct Values: Sendable {
+        var gets = 0
+        var diskHits = 0
+        var misses = 0
+        var evictedByCommand = 0
+        /// Failed URLs (of lists, `add` and `get`) by error code.
+        var failuresByCode: [String: Int] = [:]
+    }
+
+    private let state = Mutex(Values())
+
+    var values: Values { state.withLock { $0 } }
+
+    func update(_ change: (inout Values) -> Void) {
+        state.withLock { change(&$0) }
+    }
 }

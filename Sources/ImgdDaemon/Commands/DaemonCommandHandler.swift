@@ -83,11 +83,12 @@ struct DaemonCommands {
     private func stats() -> JSONValue {
         let downloads = services.downloader.statistics
         let memory = services.memory.statistics
-        let counters = services.counters.withLock { $0 }
+        let counters = services.counters.values
         let upkeep = services.maintainer.status
         return [
             "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
+            "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
             "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
             "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
             "disk": [
@@ -116,6 +117,7 @@ struct DaemonCommands {
         }
         let events = services.events
         let disk = services.disk
+        let counters = services.counters
         services.downloader.prefetch(
             accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch
         ) { url, result in
@@ -126,6 +128,7 @@ struct DaemonCommands {
                     events.publish("fetched", data: ["url": .string(url.normalized), "bytes": JSONValue(image.bytes)])
                 }
             case .failure(let error):
+                counters.update { $0.failuresByCode[error.code, default: 0] += 1 }
                 events.publish("failed", data: ["url": .string(url.normalized), "code": .string(error.code), "message": .string(error.message)])
             }
         }
@@ -158,12 +161,12 @@ struct DaemonCommands {
         let wait = try request.bool("wait", default: true)
         let data = try request.bool("data", default: false)
         let need: CacheNeed = data ? .bytes : .file
-        services.counters.withLock { $0.gets += 1 }
+        services.counters.update { $0.gets += 1 }
         if let hit = services.tiers.lookup(url.cacheKey, needs: need) {
-            if hit.source == .disk { services.counters.withLock { $0.diskHits += 1 } }
+            if hit.source == .disk { services.counters.update { $0.diskHits += 1 } }
             return Self.json(hit, source: hit.source, data: data)
         }
-        services.counters.withLock { $0.misses += 1 }
+        services.counters.update { $0.misses += 1 }
         guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
         let downloader = services.downloader
         guard wait else {
@@ -174,6 +177,7 @@ struct DaemonCommands {
         do {
             image = try await downloader.fetch(url, priority: .onDemand)
         } catch {
+            services.counters.update { $0.failuresByCode[error.code, default: 0] += 1 }
             throw .other(code: error.code, message: error.message)
         }
         guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
@@ -195,7 +199,7 @@ struct DaemonCommands {
                 bytes += entry.bytes
             }
         }
-        services.counters.withLock { $0.evictedByCommand += evicted }
+        services.counters.update { $0.evictedByCommand += evicted }
         if evicted > 0 {
             services.events.publish("evicted", data: ["count": JSONValue(evicted), "bytes": JSONValue(bytes), "reason": "command"])
         }
