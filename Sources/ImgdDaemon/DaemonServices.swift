@@ -195,11 +195,20 @@ final class DaemonServices: Sendable {
         spool.stop()
         await server.stop()
         let downloader = downloader
-        let stopped = Task { await downloader.shutdown() }
-        let deadline = Task {
-            try? await Task.sleep(for: Daemon.stopDeadline)
+        // Whichever comes first: the engine released libcurl, or the deadline (a task group would
+        // wait for the shutdown anyway, since it does not end on cancellation).
+        let (outcome, report) = AsyncStream<Bool>.makeStream()
+        Task {
+            await downloader.shutdown()
+            report.yield(true)
         }
-        _ = await (stopped.value, deadline.cancel())
+        Task {
+            try? await Task.sleep(for: Daemon.stopDeadline)
+            report.yield(false)
+        }
+        var first = outcome.makeAsyncIterator()
+        let finished = await first.next() ?? false
+        if !finished { log("transfers did not stop within \(Daemon.stopDeadline); exiting anyway", level: .warning) }
         spool.finalFlush()
         let running = tasks.withLock { tasks in
             defer { tasks.removeAll() }

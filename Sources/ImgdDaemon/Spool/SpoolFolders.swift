@@ -20,7 +20,9 @@ struct SpoolFolders: ~Copyable {
         var opened: [Int32] = []
         for sub in ["", "/.claimed", "/done", "/failed"] {
             let folder = path + sub
-            if mkdir(folder, 0o2770) != 0, errno != EEXIST {
+            // No setgid bit in the mode: under RestrictSUIDSGID= such a mkdir fails even when the
+            // folder exists. A folder made inside a setgid spool inherits the bit anyway.
+            if mkdir(folder, 0o770) != 0, errno != EEXIST {
                 let code = errno
                 opened.forEach { close($0) }
                 throw .cannotCreate(path: folder, errno: code)
