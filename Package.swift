@@ -96,10 +96,15 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Testing.
-        /// A real HTTP server on 127.0.0.1 with scripted misbehaviour, and generated images.
+        /// glibc's posix_spawn extensions (close every other descriptor, change folder), for
+        /// starting the real binaries from tests without Foundation's Process.
+        .target(name: "CSpawnShim"),
+        /// A real HTTP server on 127.0.0.1 with scripted misbehaviour, generated images, and
+        /// child processes.
         .target(
             name: "ImgdTestSupport",
             dependencies: [
+                "CSpawnShim",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -120,7 +125,11 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdDaemonTests",
-            dependencies: ["ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport"],
+            dependencies: [
+                "ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"],

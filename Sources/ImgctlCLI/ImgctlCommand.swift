@@ -31,11 +31,31 @@ public struct ImgctlCommand: ParsableCommand {
         throw ValidationError("Missing a subcommand.")
     }
 
+    /// `imgctl --socket S --json status` as `imgctl status --socket S --json`: the options every
+    /// subcommand takes may also come before its name, as the README's synopsis writes them.
+    static func connectionOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var rest = arguments[...]
+        while let first = rest.first {
+            if first == "--json" || first.hasPrefix("--socket=") {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else if first == "--socket", rest.count >= 2 {
+                leading += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, let name = rest.first, !name.hasPrefix("-"), name != "help" else { return arguments }
+        return [name] + leading + rest.dropFirst()
+    }
+
     /// Parses `arguments` (without the program name), runs the subcommand against `context`,
     /// prints what the outcome calls for, and returns the exit status (see ``ImgctlExit``).
     public static func run(arguments: [String], context: ImgctlContext) -> Int32 {
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try parseAsRoot(Self.connectionOptionsAfterSubcommand(arguments))
             if let subcommand = command as? any ImgctlSubcommand {
                 try subcommand.execute(in: context)
             } else {

@@ -20,6 +20,8 @@ final class DaemonServices: Sendable {
     let log: DaemonLog
     let notifier = SystemdNotifier()
     let config: Mutex<DaemonConfig>
+    /// Held while running: one imgd at a time owns a state folder (its lists) and so its spool.
+    let stateLock: CacheLock
     let store: ListStore
     let disk: DiskCache
     let memory: MemoryCache
@@ -35,7 +37,7 @@ final class DaemonServices: Sendable {
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
     private init(
-        options: DaemonOptions, log: DaemonLog, config: DaemonConfig, store: ListStore, disk: DiskCache,
+        options: DaemonOptions, log: DaemonLog, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
         counters: DaemonCounters
@@ -44,6 +46,7 @@ final class DaemonServices: Sendable {
         self.options = options
         self.log = log
         self.config = Mutex(config)
+        self.stateLock = stateLock
         self.store = store
         self.disk = disk
         self.memory = memory
@@ -59,10 +62,32 @@ final class DaemonServices: Sendable {
     static func start(config: DaemonConfig, options: DaemonOptions, log: DaemonLog) async throws(DaemonStartError)
         -> DaemonServices
     {
-        log("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(config.socket)")
-        let store: ListStore
+        // Read once: sd_listen_fds() unsets LISTEN_FDS, so a second look would find nothing.
+        let address = listenAddress(config: config)
+        let socket = switch address {
+        case .path(let path): path
+        case .inheritedDescriptor(let descriptor): "fd \(descriptor) passed by systemd (socket activation)"
+        }
+        log("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)")
+        // Before the lists are read: a second imgd on this state folder would resume the first
+        // one's lists and claim from its spool.
+        let stateLock: CacheLock
         do {
             try makeFolder(config.state)
+        } catch {
+            throw DaemonStartError(description: "state database in \(config.state): \(error)")
+        }
+        do {
+            stateLock = try CacheLock(path: config.state + "/lock")
+        } catch .held(_, let pid) {
+            throw DaemonStartError(
+                description: "another imgd\(pid.map { " (pid \($0))" } ?? "") is using the state folder \(config.state) "
+                    + "(its lists and spool); stop it, or give this one another --state and --spool")
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+        let store: ListStore
+        do {
             store = try ListStore(path: config.state + "/imgd-state.sqlite")
         } catch {
             throw DaemonStartError(description: "state database in \(config.state): \(error)")
@@ -100,11 +125,11 @@ final class DaemonServices: Sendable {
         }
         let handler = DaemonCommandHandler()
         let server = ControlServer(
-            listening: Self.listenAddress(config: config),
+            listening: address,
             limits: ControlLimits(maxConnections: config.maxConnections), handler: handler, events: events,
             log: { log($0) })
         let services = DaemonServices(
-            options: options, log: log, config: config, store: store, disk: disk, memory: memory,
+            options: options, log: log, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
             server: server, counters: counters)
         handler.attach(services)
@@ -193,7 +218,11 @@ final class DaemonServices: Sendable {
     func stop() async {
         notifier.stopping()
         spool.stop()
-        await server.stop()
+        // The server stops accepting and tells its connections now; its grace period is for
+        // running requests to finish, and a request waiting on a download finishes only once
+        // transfers are cancelled: cancel them meanwhile, not after the grace period.
+        let server = server
+        let serverStopped = Task { await server.stop() }
         let downloader = downloader
         // Whichever comes first: the engine released libcurl, or the deadline (a task group would
         // wait for the shutdown anyway, since it does not end on cancellation).
@@ -209,6 +238,7 @@ final class DaemonServices: Sendable {
         var first = outcome.makeAsyncIterator()
         let finished = await first.next() ?? false
         if !finished { log("transfers did not stop within \(Daemon.stopDeadline); exiting anyway", level: .warning) }
+        await serverStopped.value
         spool.finalFlush()
         let running = tasks.withLock { tasks in
             defer { tasks.removeAll() }
@@ -221,6 +251,7 @@ final class DaemonServices: Sendable {
         } catch {
             log("closing the cache index failed (the next start checks entries): \(error)", level: .warning)
         }
+        stateLock.release()
         log("stopped")
     }
 
@@ -261,8 +292,8 @@ final class DaemonServices: Sendable {
                 "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
                 "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
             ])
-        case .fetched(let url, let bytes):
-            events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes)])
+        case .fetched(let url, let bytes, let format):
+            events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes), "format": .string(format)])
         case .failed(let url, let code, let message):
             counters.update { $0.failuresByCode[code, default: 0] += 1 }
             events.publish("failed", data: ["url": .string(url), "code": .string(code), "message": .string(message)])

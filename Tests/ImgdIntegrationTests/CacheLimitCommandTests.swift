@@ -47,12 +47,8 @@ struct CacheLimitCommandTests {
         let key = try ImageURL(old).cacheKey.hex.uppercased()
         let twoDaysAgo = WallClock.nowMilliseconds() - 2 * 86_400_000
         let sql = "UPDATE entries SET last_access = \(twoDaysAgo) WHERE key = X'\(key)';"
-        let update = Process()
-        update.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        update.arguments = [scratch.path + "/c/index.sqlite", sql]
-        try update.run()
-        await update.exited()
-        #expect(update.terminationStatus == 0)
+        let update = try await ChildProcess.run("/usr/bin/sqlite3", [scratch.path + "/c/index.sqlite", sql])
+        #expect(update.status == 0, "\(update.stderr)")
 
         try scratch.write("empty.txt", "")
         let aged = try await BinaryRunner.imgd(["prefetch", "empty.txt", "--cache", "c", "--max-age", "1d"], in: scratch.path)

@@ -24,7 +24,7 @@ struct CrashSafetyTests {
         #expect(finished)
         // The stalled body has reached its temp file.
         #expect(await eventually { ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp")) ?? []).count == 1 })
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         await process.exited()
 
         let stuckKey = try ImageURL(server.url(stalled)).cacheKey

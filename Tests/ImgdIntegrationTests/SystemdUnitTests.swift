@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -309,32 +310,10 @@ enum SystemdTool {
                 "\(name) is not installed (not on PATH, nor in /usr/bin, /bin, /usr/sbin, /sbin): these checks need systemd's tools (Debian package systemd)")
             return nil
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         // Plain text, whatever the caller's terminal settings.
-        process.environment = ProcessInfo.processInfo.environment.merging(
+        let environment = ProcessInfo.processInfo.environment.merging(
             ["SYSTEMD_COLORS": "0", "SYSTEMD_PAGER": "", "SYSTEMD_LOG_COLOR": "0", "LC_ALL": "C.UTF-8"]) { $1 }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        let exited = AsyncStream<Void>.makeStream()
-        process.terminationHandler = { _ in exited.continuation.finish() }
-        try process.run()
-        // Blocking reads go to Dispatch threads: the cooperative pool (2 threads here) is shared
-        // with every other test running meanwhile.
-        let outReader = stdout.fileHandleForReading, errReader = stderr.fileHandleForReading
-        async let out = offPool { (try? outReader.readToEnd()) ?? Data() }
-        async let err = offPool { (try? errReader.readToEnd()) ?? Data() }
-        let watchdog = Task {
-            try await Task.sleep(for: timeout)
-            process.terminate()
-        }
-        for await _ in exited.stream {}
-        watchdog.cancel()
-        let text = String(decoding: await out, as: UTF8.self) + String(decoding: await err, as: UTF8.self)
-        return Run(status: process.terminationStatus, text: text)
+        let output = try await ChildProcess.run(executable, arguments, environment: environment, timeout: timeout)
+        return Run(status: output.status, text: output.stdout + output.stderr)
     }
 }

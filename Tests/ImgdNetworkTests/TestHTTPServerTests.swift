@@ -254,24 +254,11 @@ private func startCurl(_ urls: [String], options: [String] = []) throws -> Task<
     var arguments = ["--silent", "--max-time", "10", "--dump-header", "-"] + options
     for (url, file) in zip(urls, files) { arguments += ["--output", file.path, url] }
 
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = arguments
-    let stdout = Pipe()
-    process.standardOutput = stdout
-    process.standardError = FileHandle.nullDevice
-    let (exits, exit) = AsyncStream.makeStream(of: Int32.self)
-    process.terminationHandler = { finished in
-        exit.yield(finished.terminationStatus)
-        exit.finish()
-    }
-    try process.run()
+    let curl = try ChildProcess("/usr/bin/curl", arguments, stdout: .pipe)
     return Task {
-        var status: Int32 = -1
-        for await code in exits { status = code }
-        let heads = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let output = await curl.output()
         let bodies = files.map { file in (try? Data(contentsOf: file)).map { [UInt8]($0) } ?? [] }
         try? FileManager.default.removeItem(at: directory)
-        return CurlResult(exitCode: status, heads: heads, bodies: bodies)
+        return CurlResult(exitCode: output.status, heads: output.stdout, bodies: bodies)
     }
 }

@@ -124,8 +124,11 @@ struct DaemonCommands {
             switch result {
             case .success(let image):
                 if let pin { try? disk.index.pin(image.key, until: WallClock.nowMilliseconds() + pin) }
-                if image.source == .network {
-                    events.publish("fetched", data: ["url": .string(url.normalized), "bytes": JSONValue(image.bytes)])
+                if image.source == .network, let download = image.download {
+                    events.publish("fetched", data: [
+                        "url": .string(url.normalized), "bytes": JSONValue(image.bytes),
+                        "format": .string(download.image.format.rawValue),
+                    ])
                 }
             case .failure(let error):
                 counters.update { $0.failuresByCode[error.code, default: 0] += 1 }

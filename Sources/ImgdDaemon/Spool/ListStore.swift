@@ -38,6 +38,9 @@ public struct ListRecord: Sendable, Equatable {
     /// Wall-clock milliseconds.
     public let claimedAt: Int
     public var finishedAt: Int?
+    /// Its file's name in `done/` or `failed/` once finished (the dropped name, or `NAME.N.ext`
+    /// when that was taken there).
+    public var finishedFile: String? = nil
 }
 
 /// How one URL of a list ended.
@@ -82,7 +85,8 @@ public final class ListStore: Sendable {
             failed INTEGER NOT NULL DEFAULT 0,
             bytes INTEGER NOT NULL DEFAULT 0,
             claimed_at INTEGER NOT NULL,
-            finished_at INTEGER
+            finished_at INTEGER,
+            finished_file TEXT
         );
         CREATE TABLE IF NOT EXISTS list_urls (
             list_id INTEGER NOT NULL,
@@ -111,6 +115,10 @@ public final class ListStore: Sendable {
         // earlier (what was cached is found in the cache, not fetched again).
         try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         try connection.execute(Self.schema)
+        // Databases made before `finished_file` existed get the column (NULL: the dropped name).
+        if (try? connection.statement("SELECT finished_file FROM lists LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE lists ADD COLUMN finished_file TEXT")
+        }
         self.connection = Mutex(connection)
     }
 
@@ -311,16 +319,18 @@ public final class ListStore: Sendable {
         }
     }
 
-    /// Puts the failed URLs of `list` back to pending (except bad lines, which would fail the
-    /// same way). Returns how many.
+    /// Puts the failed URLs of `list` back to pending (except bad lines and a broken list's
+    /// syntax, which would fail the same way). Returns how many.
     public func requeueFailures(list: Int) throws(SQLiteError) -> Int {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
                 let update = try connection.statement(
-                    "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code <> 'bad_url'")
+                    "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code NOT IN ('bad_url', 'bad_list')")
                 update.bind(1, list)
                 try update.step()
                 let changed = connection.changes
+                // Nothing to fetch again: the list stays finished.
+                guard changed > 0 else { return 0 }
                 let count = try connection.statement(
                     "UPDATE lists SET pending = pending + ?2, failed = failed - ?2, state = 'active', finished_at = NULL WHERE id = ?1")
                 count.bind(1, list)
@@ -331,13 +341,15 @@ public final class ListStore: Sendable {
         }
     }
 
-    /// The list is finished.
-    public func finish(list: Int, state: ListState, at time: Int) throws(SQLiteError) {
+    /// The list is finished; its file is `file` in `done/` or `failed/`.
+    public func finish(list: Int, state: ListState, at time: Int, file: String) throws(SQLiteError) {
         try connection.withLock { connection throws(SQLiteError) in
-            let statement = try connection.statement("UPDATE lists SET state = ?2, finished_at = ?3 WHERE id = ?1")
+            let statement = try connection.statement(
+                "UPDATE lists SET state = ?2, finished_at = ?3, finished_file = ?4 WHERE id = ?1")
             statement.bind(1, list)
             statement.bind(2, state.rawValue)
             statement.bind(3, time)
+            statement.bind(4, file)
             try statement.step()
         }
     }
@@ -358,7 +370,7 @@ public final class ListStore: Sendable {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
                 SELECT id, name, claimed_file, format, state, pin_ms, total, pending, cached, already_cached, failed,
-                    bytes, claimed_at, finished_at FROM lists
+                    bytes, claimed_at, finished_at, finished_file FROM lists
                 WHERE state IN ('claiming', 'active') OR id IN (
                     SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT ?1)
                 ORDER BY id DESC
@@ -372,7 +384,8 @@ public final class ListStore: Sendable {
                     format: statement.string(3) ?? "text", state: ListState(rawValue: statement.string(4) ?? "") ?? .failed,
                     pinMilliseconds: statement.optionalInt(5), total: statement.int(6), pending: statement.int(7),
                     cached: statement.int(8), alreadyCached: statement.int(9), failed: statement.int(10),
-                    bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13)))
+                    bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13),
+                    finishedFile: statement.string(14)))
             }
             return found
         }

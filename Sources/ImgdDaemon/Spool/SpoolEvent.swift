@@ -4,8 +4,8 @@ public enum SpoolEvent: Sendable, Equatable {
     case listClaimed(name: String, total: Int)
     /// A list finished.
     case listDone(ListRecord)
-    /// A URL of a list was downloaded.
-    case fetched(url: String, bytes: Int)
+    /// A URL of a list was downloaded (`format`: the image format's name, `png`).
+    case fetched(url: String, bytes: Int, format: String)
     /// A URL of a list failed.
     case failed(url: String, code: String, message: String)
     /// A file in the spool was refused (not a regular file, unreadable).

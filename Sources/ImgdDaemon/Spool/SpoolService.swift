@@ -3,6 +3,7 @@ import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -40,6 +41,9 @@ public final class SpoolService: @unchecked Sendable {
     private let onEvent: @Sendable (SpoolEvent) -> Void
     private let queue = DispatchQueue(label: "imgd.spool")
     private var watcher: SpoolWatcher?
+    /// Set by ``stop()`` before it waits for the queue, which may be busy claiming a long list:
+    /// the claim looks at it between slices and gives up, so a stop is not held up by it.
+    private let stopRequested = Atomic<Bool>(false)
 
     // Owned by `queue`:
     private var runs: [Int: ListRun] = [:]
@@ -79,16 +83,21 @@ public final class SpoolService: @unchecked Sendable {
 
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
     public func start() throws(SpoolError) {
-        queue.sync { resume() }
         let watcher = SpoolWatcher(folder: folders.path) { [self] name in queue.async { self.claim(name) } }
+        queue.sync {
+            resume()
+            self.watcher = watcher
+        }
+        // Not on the queue after this: the claims the first listing queues there may be long,
+        // and the daemon is ready before they end.
         try watcher.start()
-        queue.sync { self.watcher = watcher }
     }
 
     /// Stops taking lists and writes every outcome received; lists in progress stay active in the
     /// database and resume at the next start. Call before the downloader shuts down: the
     /// cancellations that follow are not recorded as failures.
     public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
         let watcher = queue.sync {
             stopping = true
             return self.watcher
@@ -133,8 +142,9 @@ public final class SpoolService: @unchecked Sendable {
                 run.cancelled = false
                 runs[record.id] = run
             } else {
-                // Finished: bring its file back into `.claimed/` (its old report goes).
-                let stem = record.name
+                // Finished: bring its file back into `.claimed/` (its old report goes). Its own file:
+                // another list of the same name may have finished since, under the dropped name.
+                let stem = record.finishedFile ?? record.name
                 _ = folders.move(stem, from: folders.failed, to: folders.claimed, as: record.claimedFile)
                 unlinkat(folders.failed, stem + ".report.json", 0)
                 runs[record.id] = ListRun(
@@ -203,7 +213,7 @@ public final class SpoolService: @unchecked Sendable {
     }
 
     private func claim(_ name: String) {
-        guard !stopping, !SpoolWatcher.isIgnored(name) else { return }
+        guard !stopping, !stopRequested.load(ordering: .relaxed), !SpoolWatcher.isIgnored(name) else { return }
         let fd = openat(folders.spool, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             switch errno {
@@ -238,11 +248,18 @@ public final class SpoolService: @unchecked Sendable {
             return
         }
         var total = 0
+        let complete: Bool
         do {
-            try recordLines(&reader, list: record.id, total: &total)
+            complete = try recordLines(&reader, list: record.id, total: &total)
         } catch {
             log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
             try? store.abandonClaim(list: record.id)
+            return
+        }
+        guard complete else {
+            // Stopping: the file stays in the spool; the next start drops the half-made claim
+            // (see `resume()`) and claims the file anew.
+            log("stopping: list \(name) left in the spool, to be claimed at the next start")
             return
         }
         guard folders.move(name, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
@@ -259,8 +276,9 @@ public final class SpoolService: @unchecked Sendable {
     }
 
     /// Streams the list's lines into the database in slices; a list that breaks its syntax part
-    /// way keeps what came before, plus a `bad_list` line saying where and why.
-    private func recordLines(_ reader: inout LinkListReader, list: Int, total: inout Int) throws(SQLiteError) {
+    /// way keeps what came before, plus a `bad_list` line saying where and why. Returns false
+    /// when it gave up part way because the spool is stopping.
+    private func recordLines(_ reader: inout LinkListReader, list: Int, total: inout Int) throws(SQLiteError) -> Bool {
         var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)] = []
         var seq = 0
         var pinRead = false
@@ -287,10 +305,12 @@ public final class SpoolService: @unchecked Sendable {
             if slice.count >= 5000 {
                 try store.addLines(list: list, slice)
                 slice.removeAll(keepingCapacity: true)
+                if stopRequested.load(ordering: .relaxed) { return false }
             }
         }
         try store.addLines(list: list, slice)
         total = seq
+        return true
     }
 
     /// Moves a file that cannot be a list to `failed/`, with a report saying why.
@@ -345,6 +365,12 @@ public final class SpoolService: @unchecked Sendable {
             }
             run.outstanding += urls.count
             runs[id] = run
+            guard !urls.isEmpty else {
+                // Every row read was unusable (and is now recorded as failed): no answer will come
+                // to pump again, so read on (or find the list finished) on the next turn.
+                queue.async { [self] in pump() }
+                continue
+            }
             downloader.prefetch(urls, submitter: run.submitter) { [self] url, result in
                 queue.async { self.answered(list: id, url: url, result: result) }
             }
@@ -362,7 +388,9 @@ public final class SpoolService: @unchecked Sendable {
         case .success(let image):
             outcomes.append((id, seq, image.source == .network ? .cached(bytes: image.bytes) : .alreadyCached(bytes: image.bytes)))
             if let pin = run.pinMilliseconds { pins.append((image.key, WallClock.nowMilliseconds() + pin)) }
-            if image.source == .network { onEvent(.fetched(url: url.normalized, bytes: image.bytes)) }
+            if image.source == .network, let download = image.download {
+                onEvent(.fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue))
+            }
         case .failure(.cancelled) where stopping:
             return  // shutting down: the URL stays pending and is fetched after the restart
         case .failure(let error):
@@ -410,7 +438,7 @@ public final class SpoolService: @unchecked Sendable {
         let destination = record.state == .done ? folders.done : folders.failed
         let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: record.name) ?? record.name
         writeReport(report(for: record), as: moved, in: destination)
-        try? store.finish(list: id, state: record.state, at: record.finishedAt!)
+        try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
         runs[id] = nil
         log("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))

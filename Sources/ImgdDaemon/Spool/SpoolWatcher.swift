@@ -52,7 +52,9 @@ public final class SpoolWatcher: Sendable {
             source.activate()
             slot = source
         }
-        queue.async { [self] in rescan() }
+        // Listed before `start` returns, so before the daemon says it is ready: a file created
+        // after that (perhaps still being written) is reported only by its close or rename.
+        queue.sync { rescan() }
     }
 
     /// Stops watching; no `onName` call starts after this returns.

@@ -99,7 +99,10 @@ final class Transfer {
         try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
         try easy.set(CURLOPT_NOSIGNAL, true)
-        try easy.set(CURLOPT_PIPEWAIT, true)
+        // Waiting to multiplex pays only over TLS, where ALPN answers during the handshake. Over
+        // plain http a new host's answer comes with its first response: every other transfer to
+        // it would wait for that (a slow or stalled first image holds back the whole host).
+        try easy.set(CURLOPT_PIPEWAIT, job.url.scheme == "https")
         try easy.set(CURLOPT_BUFFERSIZE, 64 * 1024)
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)

@@ -1,5 +1,6 @@
 import Foundation
 import ImgdTestSupport
+import Synchronization
 import Testing
 
 /// The real `imgd` daemon, started in a scratch folder for one test: its folders are the
@@ -8,33 +9,27 @@ import Testing
 final class DaemonProcess: Sendable {
     let folder: String
     let socket: String
-    private let process: UncheckedBox<Process>
+    private let process: ChildProcess
 
     /// Starts `imgd` with `arguments` in `folder` and waits until its socket answers `ping`.
     static func start(
         in folder: String, arguments: [String] = [], environment: [String: String] = [:],
         socket: String? = nil, waitForSocket: Bool = true
     ) async throws -> DaemonProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BinaryRunner.imgdPath)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "MEMORY_PRESSURE_WATCH", "JOURNAL_STREAM", "WATCHDOG_USEC"]
         where environment[name] == nil {
             merged[name] = nil
         }
-        process.environment = merged
-        _ = FileManager.default.createFile(atPath: folder + "/imgd.log", contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/imgd.log"))
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let log = folder + "/imgd.log"
+        let process = try ChildProcess(
+            BinaryRunner.imgdPath, arguments, in: folder, environment: merged, stdout: .file(log), stderr: .file(log))
         let daemon = DaemonProcess(folder: folder, socket: socket ?? folder + "/imgd-data/imgd.sock", process: process)
         if waitForSocket {
-            let ready = await eventually(timeout: .seconds(30)) {
-                (try? ControlClient(path: daemon.socket).call(#"{"cmd":"ping"}"#)) != nil || !process.isRunning
+            let socket = daemon.socket
+            let ready = await eventuallyAsync(timeout: .seconds(30)) {
+                let answered = await offPool { (try? ControlClient(path: socket).call(#"{"cmd":"ping"}"#)) != nil }
+                return answered || !process.isRunning
             }
             guard ready, process.isRunning else {
                 throw DaemonError(message: "imgd did not come up: \(daemon.log)")
@@ -43,14 +38,14 @@ final class DaemonProcess: Sendable {
         return daemon
     }
 
-    private init(folder: String, socket: String, process: Process) {
+    private init(folder: String, socket: String, process: ChildProcess) {
         self.folder = folder
         self.socket = socket
-        self.process = UncheckedBox(process)
+        self.process = process
     }
 
-    var pid: Int32 { process.value.processIdentifier }
-    var isRunning: Bool { process.value.isRunning }
+    var pid: Int32 { process.pid }
+    var isRunning: Bool { process.isRunning }
 
     /// Everything imgd logged so far.
     var log: String { (try? String(contentsOfFile: folder + "/imgd.log", encoding: .utf8)) ?? "" }
@@ -72,18 +67,26 @@ final class DaemonProcess: Sendable {
         return reply["result"] as? [String: Any] ?? [:]
     }
 
-    /// Sends `signal` and, for a stopping signal, waits for the exit; returns the exit status.
+    /// Sends `signal` and, for a stopping signal, waits for the exit; returns the exit status
+    /// (shell style: 128 + the signal when one ended it).
     @discardableResult
     func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
-        kill(pid, signal)
-        await process.value.exited()
-        return process.value.terminationStatus
+        process.signal(signal)
+        return await process.exited()
+    }
+
+    /// Sends `signal` and waits up to `timeout` for the exit: the exit status and how long it
+    /// took, or nil (after a SIGKILL, so the test goes on) when it did not exit in time.
+    func stop(_ signal: Int32, within timeout: Duration) async -> (status: Int32, took: Duration)? {
+        let started = ContinuousClock.now
+        process.signal(signal)
+        guard let status = await process.exited(within: timeout) else { return nil }
+        return (status, ContinuousClock.now - started)
     }
 
     /// Waits for the exit (after a signal sent elsewhere).
     func waitForExit() async -> Int32 {
-        await process.value.exited()
-        return process.value.terminationStatus
+        await process.exited()
     }
 }
 
@@ -157,5 +160,156 @@ final class ControlClient {
             guard count > 0 else { throw POSIXError(.ECONNRESET) }
             buffer += chunk[..<count]
         }
+    }
+}
+
+// MARK: - Polling the daemon
+
+/// Polls `condition` (which may talk to the daemon) every `interval` until it holds or `timeout`
+/// passes; returns whether it held. The async sibling of `eventually`.
+func eventuallyAsync(
+    timeout: Duration = .seconds(10), interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool
+) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return true }
+        try? await Task.sleep(for: interval)
+    }
+    return (try? await condition()) == true
+}
+
+// MARK: - The spool
+
+extension DaemonProcess {
+    /// The spool folder of the embedded default layout.
+    var spool: String { folder + "/imgd-data/spool" }
+
+    /// Drops a list the way a client should: written as `.NAME.tmp`, then renamed into place.
+    func drop(_ name: String, _ contents: String) throws {
+        let temp = spool + "/." + name + ".tmp"
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: temp))
+        guard rename(temp, spool + "/" + name) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    /// The `lists` result.
+    func lists() async throws -> [[String: Any]] {
+        try await result(#"{"cmd":"lists"}"#)["lists"] as? [[String: Any]] ?? []
+    }
+
+    /// The list named `name` as `lists` shows it, if it does.
+    func list(_ name: String) async throws -> [String: Any]? {
+        try await lists().first { $0["name"] as? String == name }
+    }
+
+    /// Waits until the list named `name` is in a finished state (`done`, `failed`, `cancelled`)
+    /// and returns it as `lists` shows it; nil after `timeout`.
+    func finishedList(_ name: String, timeout: Duration = .seconds(30)) async -> [String: Any]? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let list = try? await list(name), let state = list["state"] as? String,
+                ["done", "failed", "cancelled"].contains(state)
+            {
+                return list
+            }
+            if ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(25))
+        }
+    }
+
+    /// The parsed `NAME.report.json` in the spool's `sub` folder (`done`, `failed`), once it exists.
+    func report(_ name: String, in sub: String, timeout: Duration = .seconds(10)) async -> [String: Any]? {
+        let path = spool + "/" + sub + "/" + name + ".report.json"
+        guard await eventually(timeout: timeout, { FileManager.default.fileExists(atPath: path) }),
+            let data = FileManager.default.contents(atPath: path)
+        else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+
+    /// Names in the spool folder itself (not its subfolders' contents).
+    func spoolNames() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? []).sorted()
+    }
+
+    /// Subscribes on a connection of its own; events arrive in the background.
+    func subscribe(_ events: [String]? = nil) async throws -> EventSubscription {
+        let socket = socket
+        return try await offPool { Result { try EventSubscription(socket: socket, events: events) } }.get()
+    }
+}
+
+/// One event line received by an ``EventSubscription``.
+struct ReceivedEvent: Sendable {
+    let name: String
+    let seq: Int
+    /// The `data` object, as JSON text.
+    let line: String
+
+    var data: [String: Any] {
+        let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        return object?["data"] as? [String: Any] ?? [:]
+    }
+
+    init?(line: String) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+            let name = object["event"] as? String, let seq = object["seq"] as? Int
+        else { return nil }
+        self.name = name
+        self.seq = seq
+        self.line = line
+    }
+}
+
+/// A connection that sent `subscribe` and collects every event line on a Dispatch thread of its
+/// own until the daemon closes the connection or ``close()`` is called.
+///
+/// `@unchecked Sendable`: after `init` only the reader thread uses `client`; `received` is
+/// behind its mutex.
+final class EventSubscription: @unchecked Sendable {
+    private let client: ControlClient
+    private let received = Mutex<(events: [ReceivedEvent], other: [String], ended: Bool)>(([], [], false))
+
+    /// Connects, subscribes to `events` (all when nil) and starts reading.
+    init(socket: String, events: [String]?) throws {
+        client = try ControlClient(path: socket)
+        var noTimeout = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &noTimeout, socklen_t(MemoryLayout<timeval>.size))
+        let names = events.map { ",\"events\":[" + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]" } ?? ""
+        let reply = try client.call(#"{"cmd":"subscribe""# + names + "}")
+        guard reply.contains(#""ok":true"#) else { throw DaemonError(message: "subscribe failed: \(reply)") }
+        DispatchQueue.global().async { [self] in
+            while let line = try? client.readLine() {
+                if let event = ReceivedEvent(line: line) {
+                    received.withLock { $0.events.append(event) }
+                } else {
+                    received.withLock { $0.other.append(line) }
+                }
+            }
+            received.withLock { $0.ended = true }
+        }
+    }
+
+    /// Every event so far, in arrival order.
+    var events: [ReceivedEvent] { received.withLock { $0.events } }
+
+    /// The first event `name` whose data satisfies `matches`, waiting up to `timeout` for it.
+    func first(
+        _ name: String, timeout: Duration = .seconds(30), where matches: @escaping ([String: Any]) -> Bool = { _ in true }
+    ) async -> ReceivedEvent? {
+        var found: ReceivedEvent?
+        _ = await eventually(timeout: timeout) {
+            found = events.first { $0.name == name && matches($0.data) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// The `list_done` event of the list named `list`, waiting up to `timeout`.
+    func listDone(_ list: String, timeout: Duration = .seconds(30)) async -> ReceivedEvent? {
+        await first("list_done", timeout: timeout) { $0["name"] as? String == list }
+    }
+
+    /// Ends the connection; the reader stops.
+    func close() {
+        shutdown(client.fd, Int32(SHUT_RDWR))
     }
 }

@@ -20,7 +20,10 @@ struct DownloaderFixture {
     static func testPolicy(_ adjust: (inout DownloadPolicy) -> Void = { _ in }) -> DownloadPolicy {
         var policy = DownloadPolicy()
         policy.connectTimeout = .seconds(2)
-        policy.totalTimeout = .seconds(10)
+        // Longer than any gate a test holds on a loaded 2-core machine: a held request that timed
+        // out would be retried and counted twice. The timeout tests set their own.
+        policy.totalTimeout = .seconds(120)
+        policy.lowSpeedTime = .seconds(120)
         policy.retry.baseDelay = .milliseconds(10)
         policy.retry.maxDelay = .milliseconds(50)
         adjust(&policy)
