@@ -36,7 +36,7 @@ struct LinkListFormatTests {
     func fromDescriptor() throws {
         let path = try LinkListFixture.write(Array("[\n\"http://a.example/1.png\", 7]".utf8), fileExtension: "json")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let fd = try LinkListFixture.highDescriptor(open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), from: 700)
+        let fd = try LinkListFixture.highDescriptor(open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), slot: 1)
         do {
             var reader = try LinkListReader(fileDescriptor: fd, path: "/spool/named.json")
             #expect(reader.format == .json)
@@ -56,7 +56,7 @@ struct LinkListFormatTests {
         #expect(throws: LinkListError.cannotOpen(path: folder, errno: EISDIR)) {
             _ = try LinkListReader(path: folder)
         }
-        let fd = try LinkListFixture.highDescriptor(open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC), from: 800)
+        let fd = try LinkListFixture.highDescriptor(open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC), slot: 2)
         #expect(throws: LinkListError.cannotOpen(path: folder, errno: EISDIR)) {
             _ = try LinkListReader(fileDescriptor: fd, path: folder)
         }
@@ -88,15 +88,18 @@ enum LinkListFixture {
 
     /// `fd` moved to a high, unused number, so that checking it is closed afterwards cannot be
     /// fooled by a test running alongside that opens a file and gets the lowest free number.
-    /// Each test passes its own `start`, so two of them never race for one number.
-    static func highDescriptor(_ fd: Int32, from start: Int32) throws -> Int32 {
+    /// Each test passes its own `slot`: a band of 100 numbers just under the open-file limit,
+    /// far above what the other tests use (a thousand connections or so). `F_DUPFD` picks a free
+    /// number atomically: `dup2` onto one found free a moment before could close another test's.
+    static func highDescriptor(_ fd: Int32, slot: Int32) throws -> Int32 {
         #expect(fd >= 0)
-        var high = start
-        while fcntl(high, F_GETFD) != -1 { high += 1 }
-        let moved = dup2(fd, high)
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let start = Int32(clamping: limit.rlim_cur) - 100 * (slot + 1)
+        let moved = fcntl(fd, F_DUPFD_CLOEXEC, start)
         close(fd)
-        try #require(moved == high)
-        return high
+        try #require(moved >= start, "no free descriptor from \(start): \(String(cString: strerror(errno)))")
+        return moved
     }
 
     /// A new temporary file holding `contents`, named `list-UUID.EXT`.

@@ -117,11 +117,9 @@ final class ControlClient {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else {
-            let code = errno
-            close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        }
+        // Not closed here: once every property is set, a throwing init runs deinit, which
+        // closes it (a second close could hit a descriptor another test has just opened).
+        guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
@@ -259,8 +257,7 @@ struct ReceivedEvent: Sendable {
     }
 }
 
-/// A connection that sent `subscribe` and collects every event line on a Dispatch thread of its
-/// own until the daemon closes the connection or ``close()`` is called.
+/// A connection that sent `subscribe` and collects every event line on a thread of its own until the daemon closes the connection or ``close()`` is called.
 ///
 /// `@unchecked Sendable`: after `init` only the reader thread uses `client`; `received` is
 /// behind its mutex.
@@ -276,7 +273,7 @@ final class EventSubscription: @unchecked Sendable {
         let names = events.map { ",\"events\":[" + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]" } ?? ""
         let reply = try client.call(#"{"cmd":"subscribe""# + names + "}")
         guard reply.contains(#""ok":true"#) else { throw DaemonError(message: "subscribe failed: \(reply)") }
-        DispatchQueue.global().async { [self] in
+        Thread.detachNewThread { [self] in
             while let line = try? client.readLine() {
                 if let event = ReceivedEvent(line: line) {
                     received.withLock { $0.events.append(event) }
