@@ -13,9 +13,8 @@ public struct ImgctlCommand: ParsableCommand {
             to print the daemon's reply lines as they are.
 
             Exit status: 0 success; 1 the daemon answered an error (printed on stderr as \
-            `imgctl: <code>: <message>`), or a URL was rejected, or a list failed; 2 bad usage \
-            (and `imgctl fsck`, which runs offline as `imgd fsck`); 3 the daemon cannot be \
-            reached, or it closed the connection.
+            `imgctl: <code>: <message>`), or a URL was rejected, or a list failed, or fsck found \
+            bad entries; 2 bad usage; 3 the daemon cannot be reached, or it closed the connection.
             """,
         version: ImgdVersion.string,
         subcommands: [

@@ -34,6 +34,8 @@ final class DaemonServices: Sendable {
     let server: ControlServer
     let counters: DaemonCounters
     let startedAt = ContinuousClock.now
+    /// Set while a `fsck` runs: one check at a time reads the whole cache.
+    let checking = Atomic<Bool>(false)
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
     private init(

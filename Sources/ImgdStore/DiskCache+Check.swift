@@ -20,8 +20,12 @@ extension DiskCache {
     /// Verifies every entry (size and SHA-256), drops the bad ones, and removes files that have
     /// no row. Reads the index in slices of `sliceSize` rows, so memory stays flat. Each dropped
     /// entry is passed to `onBad` with the reason, for the report.
+    ///
+    /// `removingOrphans: false` is the check of a cache in use (the daemon's `fsck`): a file
+    /// published a moment ago has no row until its batch commits, so files without a row are
+    /// left to the maintainer's reconcile, which waits out a grace period before removing one.
     public func checkAll(
-        sliceSize: Int = 500, onBad: (IndexEntry, String) -> Void = { _, _ in }
+        sliceSize: Int = 500, removingOrphans: Bool = true, onBad: (IndexEntry, String) -> Void = { _, _ in }
     ) throws(SQLiteError) -> CacheCheckReport {
         var report = CacheCheckReport()
         var known = Set<CacheKey>()
@@ -33,7 +37,7 @@ extension DiskCache {
             var dropped: [CacheKey] = []
             for entry in slice {
                 report.checked += 1
-                known.insert(entry.key)
+                if removingOrphans { known.insert(entry.key) }
                 if let problem = problem(with: entry) {
                     report.bad += 1
                     onBad(entry, problem)
@@ -46,7 +50,7 @@ extension DiskCache {
             for key in dropped { unlink(directory.path(for: key)) }
             report.removed += dropped.count
         }
-        report.orphanFiles = removeFiles(notIn: known)
+        if removingOrphans { report.orphanFiles = removeFiles(notIn: known) }
         return report
     }
 

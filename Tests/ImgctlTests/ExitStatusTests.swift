@@ -91,12 +91,18 @@ struct ExitStatusTests {
         #expect(help.stderr.text.isEmpty)
     }
 
-    @Test("fsck tells how to run it offline and exits 2")
-    func fsckGuidance() {
-        let run = ImgctlRun(["fsck"])
-        #expect(run.status == 2)
-        #expect(run.stderr.text.contains("imgd fsck --cache DIR"))
-        #expect(run.stdout.text.isEmpty)
+    @Test("fsck: sends fsck, prints the counts; exits 0 when all was intact, 1 when bad entries were removed")
+    func fsck() throws {
+        for (bad, status) in [(0, Int32(0)), (2, Int32(1))] {
+            let server = try ScriptedControlServer { request in
+                [.line(ScriptedControlServer.success(request.id, #"{"checked":40,"bad":\#(bad),"removed":\#(bad)}"#))]
+            }
+            defer { server.stop() }
+            let run = ImgctlRun(["fsck", "--socket", server.path])
+            #expect(run.status == status, "\(run.stderr.text)")
+            #expect(run.stdout.text == "checked 40 entries: \(bad) bad, \(bad) removed\n")
+            #expect(server.received.map(\.raw) == [#"{"cmd":"fsck","id":1}"#])
+        }
     }
 
     @Test("arguments parse into the request's fields")

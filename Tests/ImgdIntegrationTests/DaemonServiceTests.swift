@@ -603,6 +603,48 @@ struct DaemonServiceTests {
         }
     }
 
+    @Test("fsck while running: a rewritten and a truncated file are found and removed, the rest kept; imgctl fsck exits 1, then 0")
+    func onlineFsck() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withHTTPServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path)
+            defer { daemon.killIfRunning() }
+            let urls = (0..<4).map { server.url("/img/fsck\($0).png") }
+            var paths: [String] = []
+            for url in urls {
+                let got = try await daemon.result(#"{"cmd":"get","url":"\#(url)","data":true}"#)
+                paths.append(try #require(got["path"] as? String))
+            }
+            // One file keeps its size but not its bytes; another loses its tail.
+            let rewritten = try #require(FileManager.default.contents(atPath: paths[0]))
+            try Data(rewritten.map { $0 ^ 0xFF }).write(to: URL(fileURLWithPath: paths[0]))
+            #expect(truncate(paths[1], 10) == 0)
+
+            let first = try await imgctl(["fsck", "--socket", daemon.socket], in: scratch.path)
+            #expect(first.status == 1, "exit status \(first.status): \(first.stdout)\(first.stderr)")
+            #expect(first.stdout == "checked 4 entries: 2 bad, 2 removed\n", "\(first.stdout)")
+            for url in urls[..<2] {
+                let gone = try await daemon.call(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)
+                #expect((gone["error"] as? [String: Any])?["code"] as? String == "not_found", "\(url): \(gone)")
+            }
+            for (url, path) in zip(urls[2...], paths[2...]) {
+                let kept = try await daemon.result(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)
+                #expect(kept["path"] as? String == path)
+            }
+            // Asked for again, the removed ones are fetched again, intact.
+            let again = try await daemon.result(#"{"cmd":"get","url":"\#(urls[0])"}"#)
+            #expect(again["source"] as? String == "network")
+            #expect(FileManager.default.contents(atPath: paths[0]).map([UInt8].init) == TestHTTPServer.body(for: "/img/fsck0.png"))
+
+            let second = try await imgctl(["fsck", "--socket", daemon.socket], in: scratch.path)
+            #expect(second.status == 0, "exit status \(second.status): \(second.stdout)\(second.stderr)")
+            #expect(second.stdout == "checked 3 entries: 0 bad, 0 removed\n", "\(second.stdout)")
+            #expect(daemon.log.contains("fsck: removed"), "\(daemon.log)")
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        }
+    }
+
     // MARK: - Helpers
 
     static func cacheLimit(_ daemon: DaemonProcess) async throws -> Int? {

@@ -1,28 +1,29 @@
 import ArgumentParser
 
-/// `imgctl fsck`: not a socket command. The check needs the cache to itself (it takes the
-/// cache's lock), so it runs offline as `imgd fsck`; this subcommand exists so that people who
-/// look for it here are told where it is, and exits 2 like any other misuse.
+/// `imgctl fsck`: the running daemon verifies every entry of its disk cache (size and SHA-256)
+/// and drops the bad ones, which are fetched again when next asked for.
 struct FsckCommand: ImgctlSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "fsck",
-        abstract: "Not available over the socket: explains how to run `imgd fsck` (exits 2).",
+        abstract: "Verify every cached image (size and SHA-256); bad ones are removed (exit 1 if any).",
         discussion: """
-            The cache check takes the cache's lock, so it cannot run beside a live imgd. Stop the \
-            daemon (systemctl stop imgd), then run: imgd fsck --cache DIR (the packaged daemon's \
-            cache is /var/cache/imgd; a daemon started by hand uses ./imgd-data/cache).
+            The daemon reads the whole cache, so this takes as long as reading it from disk; \
+            lookups and downloads go on meanwhile. Exits 0 when every entry was intact, 1 when \
+            bad entries were found and removed (like `imgd fsck`, which checks a cache no daemon \
+            is using, and also removes files that have no index row).
             """)
 
     @OptionGroup var connection: ConnectionOptions
 
     func execute(in context: ImgctlContext) throws(ImgctlError) {
-        context.standardError.line(Self.guidance)
-        throw .reported(status: ImgctlExit.usage)
+        let session = try ControlSession(connection, context: context)
+        let result = try session.call("fsck")
+        let bad = result["bad"]?.int ?? 0
+        if !session.json {
+            let checked = result["checked"]?.int ?? 0
+            let removed = result["removed"]?.int ?? 0
+            session.output("checked \(HumanFormat.count(checked)) entries: \(HumanFormat.count(bad)) bad, \(HumanFormat.count(removed)) removed")
+        }
+        if bad > 0 { throw .reported(status: ImgctlExit.failure) }
     }
-
-    static let guidance = """
-        imgctl: fsck does not run over the control socket: it needs the cache to itself.
-        Stop imgd (systemctl stop imgd), then run: imgd fsck --cache DIR
-        (DIR: /var/cache/imgd for the packaged daemon, ./imgd-data/cache for one started by hand)
-        """
 }

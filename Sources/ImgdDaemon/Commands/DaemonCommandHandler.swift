@@ -47,6 +47,7 @@ struct DaemonCommands {
         case "failed": try await failed()
         case "retry": try await retry()
         case "stats": stats()
+        case "fsck": try await fsck()
         default: throw .unknownCommand(request.command)
         }
     }
@@ -224,6 +225,42 @@ struct DaemonCommands {
             services.events.publish("evicted", data: ["count": JSONValue(pass.files), "bytes": JSONValue(pass.bytes), "reason": "command"])
             return ["evicted": JSONValue(pass.files), "bytes": JSONValue(pass.bytes)]
         }
+    }
+
+    /// Verifies every disk entry (size and SHA-256) while the daemon runs, on a thread of its
+    /// own (it reads the whole cache); bad entries are dropped and fetched again when asked for.
+    private func fsck() async throws(ControlError) -> JSONValue {
+        guard services.checking.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            throw .other(code: "busy", message: "a cache check is already running; try again when it has finished")
+        }
+        defer { services.checking.store(false, ordering: .releasing) }
+        logChange("fsck: checking every entry of \(services.disk.directory.root)")
+        let disk = services.disk, memory = services.memory, log = services.log
+        let outcome: Result<(report: CacheCheckReport, bytes: Int), SQLiteError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes = 0
+                let checked = Result { () throws(SQLiteError) in
+                    try disk.checkAll(removingOrphans: false) { entry, problem in
+                        memory.remove(entry.key)
+                        bytes += entry.bytes
+                        log("fsck: removed \(entry.url): \(problem)", level: .warning)
+                    }
+                }
+                continuation.resume(returning: checked.map { ($0, bytes) })
+            }
+        }
+        let report: CacheCheckReport, bytes: Int
+        do {
+            (report, bytes) = try outcome.get()
+        } catch {
+            throw .other(code: "disk", message: "the cache check stopped: \(error)")
+        }
+        if report.removed > 0 {
+            services.events.publish(
+                "evicted", data: ["count": JSONValue(report.removed), "bytes": JSONValue(bytes), "reason": "fsck"])
+        }
+        services.log("fsck: checked \(report.checked) entries: \(report.bad) bad, \(report.removed) removed")
+        return ["checked": JSONValue(report.checked), "bad": JSONValue(report.bad), "removed": JSONValue(report.removed)]
     }
 
     // MARK: - Lists and failures
