@@ -45,6 +45,8 @@ public final class CacheIndex: Sendable {
             verified_generation INTEGER NOT NULL
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS entries_by_last_access ON entries(last_access);
+        -- Pinned bytes (in every status) are summed over the pinned rows only, not the table.
+        CREATE INDEX IF NOT EXISTS entries_pinned ON entries(pinned_until) WHERE pinned_until IS NOT NULL;
         CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS totals (
             id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
