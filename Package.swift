@@ -94,6 +94,11 @@ let package = Package(
         .executableTarget(
             name: "imgd-index-bench", dependencies: ["ImgdStore", "ImgdCore"],
             swiftSettings: swiftSettings),
+        /// Lookups over the control socket: `get` requests per second and latency, from 1 to 64
+        /// clients, pipelined or not (the side-by-side with redis-benchmark is bench/lookup-bench.sh).
+        .executableTarget(
+            name: "imgd-lookup-bench", dependencies: [],
+            swiftSettings: swiftSettings),
 
         // MARK: Testing.
         /// glibc's posix_spawn extensions (close every other descriptor, change folder), for

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prefetch benchmark: `imgd prefetch` against curl, aria2c and wget2, downloading the same
-# link lists of real PNGs from a local nginx, with the same parallelism cap, each run into an
-# empty folder. See bench/README.md for what it measures and how to read the results.
+# Prefetch benchmark: `imgd prefetch` and the imgd daemon (a list dropped into its spool)
+# against curl, aria2c and wget2, downloading the same link lists of real PNGs from a local
+# nginx, with the same parallelism cap, each run into an empty folder. See bench/README.md for
+# what it measures and how to read the results.
 #
 #   bench/prefetch-bench.sh [--quick] [--peers-only] [--no-loop] [--caps 16,64] [--runs R]
 #                           [--small N] [--large M] [--sets small,large] [--timeout S]
@@ -33,6 +34,7 @@ IMGD_BIN=""
 IMGD_DESC="skipped"
 MOUNTED=0
 CHILD_PID=""                    # the run in progress (timeout's pid), for the exit trap
+DAEMON_PID=""                   # the imgd daemon of the run in progress, for the exit trap
 NGINX_PID_FILE=$WORK/nginx/nginx.pid
 OUT_ROOT=""
 FS_DESC=""
@@ -44,7 +46,7 @@ die() { log "error: $*"; exit 1; }
 note() { NOTES+=("$*"); log "note: $*"; }
 
 usage() {
-    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<'EOF'
 
 Options:
@@ -177,6 +179,10 @@ cleanup() {
         kill -TERM "$CHILD_PID" 2>/dev/null || true   # timeout passes it on to the tool
         wait "$CHILD_PID" 2>/dev/null || true
     fi
+    if [[ -n $DAEMON_PID ]]; then
+        log "stopping the imgd daemon (pid $DAEMON_PID)"
+        stop_daemon "$DAEMON_PID" || true
+    fi
     if [[ -s $NGINX_PID_FILE ]]; then
         local pid
         pid=$(cat "$NGINX_PID_FILE")
@@ -224,7 +230,7 @@ prepare_imgd() {
         rev+=" + uncommitted changes"
     fi
     IMGD_DESC="$bin (git $rev)"
-    TOOLS+=(imgd)
+    TOOLS+=(imgd imgd-daemon)
 }
 
 # --- 3. Corpus and lists -----------------------------------------------------------------
@@ -313,6 +319,63 @@ tool_command() {
     esac
 }
 
+# The state letter of a process (R, S, Z …) from /proc, empty when it is gone. `kill -0`
+# cannot tell: it succeeds on a zombie child that has not been waited for yet.
+proc_state() { sed -n 's/^.*) \(.\).*$/\1/p' "/proc/$1/stat" 2>/dev/null || true; }
+
+# SIGTERM to the daemon, then waits (imgd promises to stop within 5 s; SIGKILL after 15 s).
+# Returns the daemon's exit status (137 after SIGKILL).
+stop_daemon() {
+    local pid=$1 rc=0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 150); do
+        [[ $(proc_state "$pid") == Z || -z $(proc_state "$pid") ]] && break
+        sleep 0.1
+    done
+    if [[ $(proc_state "$pid") != Z && -n $(proc_state "$pid") ]]; then
+        log "imgd (pid $pid) did not stop within 15 s of SIGTERM: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || rc=$?
+    DAEMON_PID=""
+    return "$rc"
+}
+
+# The daemon path, one run: start `imgd` (the daemon) on an empty spool, cache and state in
+# OUT, untimed, and wait until its control socket answers a ping. Timed (by imgd_daemon.py):
+# from just before the list is written to OUT/spool/.SET.txt.tmp and renamed to SET.txt until
+# SET.txt appears in OUT/spool/done/ (or failed/), found by a stat every 5 ms. Right then the
+# daemon's CPU time (utime+stime of /proc/PID/stat, its whole life: start-up included, as
+# `time` counts imgd prefetch's) and peak RSS (VmHWM) are read; then SIGTERM, untimed; a
+# non-zero exit status fails the run. Sets wall user sys rss rc.
+run_daemon() {
+    local set=$1 cap=$2 out=$3 logf=$4 tfile=$5
+    mkdir -p "$out/spool" "$out/cache" "$out/state"
+    "$IMGD_BIN" --spool "$out/spool" --cache "$out/cache" --state "$out/state" --socket "$out/imgd.sock" \
+        --max-parallel "$cap" --max-per-host "$cap" >"$logf" 2>&1 </dev/null &
+    DAEMON_PID=$!
+    local pid=$DAEMON_PID outcome="" result drc=0
+    rc=0
+    if "$PYTHON" "$BENCH_DIR/imgd_daemon.py" wait-socket --socket "$out/imgd.sock" --pid "$pid" \
+        --timeout 60 >/dev/null 2>>"$logf"; then
+        result=$("$PYTHON" "$BENCH_DIR/imgd_daemon.py" drop --spool "$out/spool" --list "$LISTS/$set.txt" \
+                 --name "$set.txt" --pid "$pid" --timeout "$RUN_TIMEOUT" 2>>"$logf") || rc=$?
+        read -r wall user sys rss outcome <<<"$result" || true
+        echo "$result" >"$tfile"
+    else
+        rc=1
+        outcome="the socket never answered"
+    fi
+    stop_daemon "$pid" || drc=$?
+    case $outcome in
+        done) [[ $drc -eq 0 ]] || { rc=$drc; outcome="exit status $drc after SIGTERM"; } ;;
+        timeout) rc=124 ;;
+        failed) rc=1; outcome="the list landed in spool/failed/ (see its report.json)" ;;
+        *) [[ $rc -ne 0 ]] || rc=1 ;;
+    esac
+    DAEMON_OUTCOME=$outcome
+}
+
 # One timed run. Untimed before it: empty the output folder, flush the previous run's
 # writes (sync), warm the set's corpus. Untimed after it: full verification. Appends a line
 # to $RUNS_TSV; a run that fails (exit status, timeout or verification) is marked FAILED.
@@ -325,23 +388,31 @@ run_one() {
     mkdir -p "$out"
     sync
     warm_corpus "$set"
-    tool_command "$tool" "$set" "$cap" "$out"
-    local rc=0
-    # timeout outside time: time measures the tool itself; timeout kills its process group.
-    # Started in the background and waited for, so Ctrl-C/SIGTERM reach our trap at once
-    # (timeout puts the tool in its own process group, out of reach of the terminal's Ctrl-C).
-    timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f '%e %U %S %M' -o "$tfile" \
-        "${CMD[@]}" >"$logf" 2>&1 </dev/null &
-    CHILD_PID=$!
-    wait "$CHILD_PID" || rc=$?
-    CHILD_PID=""
-    local wall=0 user=0 sys=0 rss=0
-    # GNU time puts "Command exited with non-zero status N" before the numbers: use the last line.
-    if [[ -s $tfile ]]; then read -r wall user sys rss < <(tail -1 "$tfile") || true; fi
+    local rc=0 wall=0 user=0 sys=0 rss=0
+    DAEMON_OUTCOME=""
+    if [[ $tool == imgd-daemon ]]; then
+        run_daemon "$set" "$cap" "$out" "$logf" "$tfile"
+    else
+        tool_command "$tool" "$set" "$cap" "$out"
+        # timeout outside time: time measures the tool itself; timeout kills its process group.
+        # Started in the background and waited for, so Ctrl-C/SIGTERM reach our trap at once
+        # (timeout puts the tool in its own process group, out of reach of the terminal's Ctrl-C).
+        timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f '%e %U %S %M' -o "$tfile" \
+            "${CMD[@]}" >"$logf" 2>&1 </dev/null &
+        CHILD_PID=$!
+        wait "$CHILD_PID" || rc=$?
+        CHILD_PID=""
+        # GNU time puts "Command exited with non-zero status N" before the numbers: use the last line.
+        if [[ -s $tfile ]]; then read -r wall user sys rss < <(tail -1 "$tfile") || true; fi
+    fi
     local status=ok note verdict vrc=0
     if [[ $tool == imgd ]]; then
         verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" cache --manifest "$MANIFEST" --set "$set" \
                   --dir "$out" --list "$LISTS/$set.txt") || vrc=$?
+    elif [[ $tool == imgd-daemon ]]; then
+        verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" cache --manifest "$MANIFEST" --set "$set" \
+                  --dir "$out/cache" --list "$LISTS/$set.txt" \
+                  --report "$out/spool/done/$set.txt.report.json") || vrc=$?
     else
         verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" paths --manifest "$MANIFEST" --set "$set" \
                   --dir "$out") || vrc=$?
@@ -349,6 +420,8 @@ run_one() {
     note=$verdict
     if [[ $rc -eq 124 || $rc -eq 137 ]]; then
         status=FAILED; note="timed out after ${RUN_TIMEOUT}s; $verdict"
+    elif [[ -n $DAEMON_OUTCOME && $rc -ne 0 ]]; then
+        status=FAILED; note="$DAEMON_OUTCOME (log: bench/work/logs/$tag.log); $verdict"
     elif [[ $rc -ne 0 ]]; then
         status=FAILED; note="exit status $rc (log: bench/work/logs/$tag.log); $verdict"
     elif [[ $vrc -ne 0 ]]; then
@@ -357,15 +430,15 @@ run_one() {
     if [[ $status == ok ]]; then
         log "$(awk -v s="$set" -v c="$cap" -v t="$tool" -v r="$run/$RUNS" -v w="$wall" -v u="$user" \
             -v y="$sys" -v m="$rss" -v v="$verdict" 'BEGIN {
-                printf "%-5s cap %-3s %-6s run %s: %7.2f s  cpu %6.2f s  rss %6.1f MiB  %s", s, c, t, r, w, u + y, m / 1024, v }')"
+                printf "%-5s cap %-3s %-11s run %s: %7.2f s  cpu %6.2f s  rss %6.1f MiB  %s", s, c, t, r, w, u + y, m / 1024, v }')"
     else
-        log "$(printf '%-5s cap %-3s %-6s run %s/%s: FAILED — %s' "$set" "$cap" "$tool" "$run" "$RUNS" "$note")"
+        log "$(printf '%-5s cap %-3s %-11s run %s/%s: FAILED — %s' "$set" "$cap" "$tool" "$run" "$RUNS" "$note")"
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$set" "$cap" "$tool" "$run" "$status" \
         "$wall" "$user" "$sys" "$rss" "${SET_FILES[$set]}" "${SET_BYTES[$set]}" "${note//$'\t'/ }" >>"$RUNS_TSV"
 }
 
-# Interleaves the tools (imgd curl aria2c wget2 imgd curl …) so slow drifts of the machine
+# Interleaves the tools (imgd imgd-daemon curl aria2c wget2 imgd …) so slow drifts of the machine
 # (page cache, thermal, neighbours) spread over all of them instead of favouring one.
 run_all() {
     local set cap run tool

@@ -15,6 +15,10 @@
       folder) are ignored but mentioned. As information only, it also counts how
       many names equal sha256(URL as written in the list).
 
+  verify_run.py cache ... --report SPOOL/done/NAME.report.json
+      The daemon path: as above, and the daemon's report for the list must say
+      state "done", no failures, and cached + already_cached = the list's URLs.
+
 Prints one line, "OK ..." or "FAIL ...", and exits 0 or 1.
 """
 import argparse
@@ -87,9 +91,26 @@ def verify_paths(rows, out: str) -> None:
     print(f"OK files={len(rows)} bytes={total}")
 
 
-def verify_cache(rows, out: str, list_path: str) -> None:
+def check_report(path: str, urls: int) -> str:
+    """The daemon's NAME.report.json: done, nothing failed, every URL cached. Returns a note."""
+    import json
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as error:
+        fail(f"no usable daemon report at {path}: {error}")
+    settled = report.get("cached", 0) + report.get("already_cached", 0)
+    if report.get("state") != "done" or report.get("failed", 0) != 0 or settled != urls:
+        fail(f"daemon report: state {report.get('state')}, {report.get('cached')} cached, "
+             f"{report.get('already_cached')} already cached, {report.get('failed')} failed "
+             f"{report.get('failed_by_code', {})} for {urls} URLs")
+    return f" report=done({report.get('cached')} cached, {report.get('duration_s')} s)"
+
+
+def verify_cache(rows, out: str, list_path: str, report_path: str = None) -> None:
     with open(list_path) as f:
         urls = [line.rstrip("\n") for line in f if line.strip()]
+    report_note = check_report(report_path, len(urls)) if report_path else ""
     cached, others = [], []
     for rel in all_files(out):
         m = CACHE_NAME.match(rel)
@@ -114,7 +135,7 @@ def verify_cache(rows, out: str, list_path: str) -> None:
     note = f" named-by-sha256(url)={keyed}/{len(urls)}"
     if others:
         note += f" ignored-other-files={len(others)} ({sample(others, 2)})"
-    print(f"OK files={len(cached)} bytes={total}{note}")
+    print(f"OK files={len(cached)} bytes={total}{note}{report_note}")
 
 
 def main() -> None:
@@ -124,6 +145,7 @@ def main() -> None:
     parser.add_argument("--set", required=True, choices=tuple(PREFIX))
     parser.add_argument("--dir", required=True)
     parser.add_argument("--list", help="the URL list (cache mode)")
+    parser.add_argument("--report", help="the daemon's NAME.report.json (cache mode, daemon path)")
     args = parser.parse_args()
     rows = manifest_rows(args.manifest, args.set)
     if not rows:
@@ -135,7 +157,7 @@ def main() -> None:
     else:
         if not args.list:
             parser.error("cache mode needs --list")
-        verify_cache(rows, args.dir, args.list)
+        verify_cache(rows, args.dir, args.list, args.report)
 
 
 if __name__ == "__main__":
