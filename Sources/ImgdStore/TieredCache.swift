@@ -43,15 +43,13 @@ public final class TieredCache: Sendable {
 
     /// The image for `key`, from memory or disk, or nil on a miss.
     public func lookup(_ key: CacheKey, needs need: CacheNeed) -> CacheHit? {
-        if let image = memory.image(for: key), let entry = image.entry {
-            // Evicted from disk means evicted: a memory copy of a file that is gone is not handed
-            // out as a path (it is for bytes, so a degraded disk tier still serves what it can).
-            if need == .bytes || disk.directory.existingSize(of: key) == entry.entry.bytes {
-                disk.index.recordAccess(key, at: WallClock.nowMilliseconds())
-                return CacheHit(entry: entry, bytes: image.bytes, source: .memory)
-            }
-            memory.remove(key)
-        }
+        memoryLookup(key, needs: need) ?? diskLookup(key, needs: need)
+    }
+
+    /// The image for `key` from the disk tier, filling the memory tier with its bytes when they
+    /// are read (asked for, or small enough to keep): for a caller that has just asked
+    /// ``memoryLookup(_:needs:)``, so the memory tier counts one miss, not two.
+    public func diskLookup(_ key: CacheKey, needs need: CacheNeed) -> CacheHit? {
         guard let found = disk.lookup(key) else { return nil }
         disk.index.recordAccess(key, at: WallClock.nowMilliseconds())
         var bytes: [UInt8]?
@@ -61,6 +59,20 @@ public final class TieredCache: Sendable {
             if bytes == nil, need == .bytes { return nil }  // gone or changed since the size check
         }
         return CacheHit(entry: found, bytes: need == .bytes ? bytes : nil, source: .disk)
+    }
+
+    /// The image for `key` from the memory tier alone: no index query, no file read (for a
+    /// path, one `fstatat` checks the file is still there), so it may run where nothing may wait.
+    public func memoryLookup(_ key: CacheKey, needs need: CacheNeed) -> CacheHit? {
+        guard let image = memory.image(for: key), let entry = image.entry else { return nil }
+        // Evicted from disk means evicted: a memory copy of a file that is gone is not handed
+        // out as a path (it is for bytes, so a degraded disk tier still serves what it can).
+        guard need == .bytes || disk.directory.existingSize(of: key) == entry.entry.bytes else {
+            memory.remove(key)
+            return nil
+        }
+        disk.index.recordAccess(key, at: WallClock.nowMilliseconds())
+        return CacheHit(entry: entry, bytes: image.bytes, source: .memory)
     }
 
     /// Removes `key` from both tiers.

@@ -46,14 +46,18 @@ struct ControlServerTests {
         await fixture.stop()
     }
 
-    @Test("pipelined requests are answered in order, a slow one holding back those after it")
+    @Test("pipelined requests are answered in order, a slow one holding back those after it, answered-at-once ones too")
     func pipelining() async throws {
         let folder = try ControlTestFolder()
         let fixture = try await ControlTestServer.start(at: folder.socketPath)
         let client = try await fixture.connect()
         var lines = "{\"id\":0,\"cmd\":\"slow\"}\n"
         for index in 1..<50 {
-            lines += index.isMultiple(of: 2) ? "{\"id\":\(index),\"cmd\":\"ping\"}\n" : "{\"id\":\(index),\"cmd\":\"echo\",\"n\":\(index)}\n"
+            switch index % 3 {
+            case 0: lines += "{\"id\":\(index),\"cmd\":\"ping\"}\n"
+            case 1: lines += "{\"id\":\(index),\"cmd\":\"echo\",\"n\":\(index)}\n"
+            default: lines += "{\"id\":\(index),\"cmd\":\"quick\"}\n"
+            }
         }
         try await client.sendRaw(ByteBuffer(string: lines))
         #expect(await eventually(timeout: .seconds(30)) { fixture.gate.waiting == 1 })
@@ -63,7 +67,9 @@ struct ControlServerTests {
             let reply = try await client.nextValue()
             #expect(reply["id"] == JSONValue(index))
             #expect(reply["ok"] == true)
-            if index > 0, !index.isMultiple(of: 2) { #expect(reply["result"]?["n"] == JSONValue(index)) }
+            if index > 0, index % 3 == 1 { #expect(reply["result"]?["n"] == JSONValue(index)) }
+            // Answered at once on the event loop, yet still after the slow one before it.
+            if index % 3 == 2 { #expect(reply["result"] == ["at_once": true]) }
         }
         await client.close()
         await fixture.stop()

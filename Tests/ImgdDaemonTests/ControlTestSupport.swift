@@ -8,7 +8,7 @@ import Testing
 
 // MARK: - A command handler with a few commands
 
-/// Commands for the control server's tests: `ping`, `echo` (its arguments back), `whoami` (the
+/// Commands for the control server's tests: `quick` (answered at once), `ping`, `echo` (its arguments back), `whoami` (the
 /// peer), `slow` (waits for ``ControlTestGate``), `big` (a result of `bytes` bytes), `fail` (a
 /// download error's code), `args` (the typed accessors); anything else is `unknown_command`.
 struct ControlTestHandler: ControlCommandHandler {
@@ -16,6 +16,11 @@ struct ControlTestHandler: ControlCommandHandler {
 
     init(gate: ControlTestGate = ControlTestGate()) {
         self.gate = gate
+    }
+
+    /// `quick` is answered at once, on the event loop; everything else by ``handle(_:)``.
+    func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>? {
+        request.command == "quick" ? .success(["at_once": true]) : nil
     }
 
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError> {

@@ -14,6 +14,18 @@ final class DaemonCommandHandler: ControlCommandHandler {
         self.services.withLock { $0 = services }
     }
 
+    /// `ping`, `hello`, and a `get` the memory tier answers (no index query, no file read on the
+    /// event loop; a disk hit goes to ``handle(_:)``, which also fills the memory tier).
+    func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>? {
+        guard let services = services.withLock({ $0 }) else { return nil }
+        let commands = DaemonCommands(services: services, request: request)
+        do {
+            return try commands.answerAtOnce().map { .success($0) }
+        } catch {
+            return .failure(error)
+        }
+    }
+
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError> {
         guard let services = services.withLock({ $0 }) else { return .failure(.shuttingDown) }
         let commands = DaemonCommands(services: services, request: request)
@@ -33,9 +45,19 @@ struct DaemonCommands {
     /// The features `hello` announces.
     static let features = ["subscribe", "pin", "data"]
 
+    /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
+    func answerAtOnce() throws(ControlError) -> JSONValue? {
+        switch request.command {
+        case "hello": hello()
+        case "ping": ["pong": true]
+        case "get": try cachedImage(tier: .memory)
+        default: nil
+        }
+    }
+
     func run() async throws(ControlError) -> JSONValue {
         switch request.command {
-        case "hello": ["protocol": 1, "version": .string(ImgdVersion.string), "features": JSONValue(Self.features)]
+        case "hello": hello()
         case "ping": ["pong": true]
         case "status": status()
         case "add": try add()
@@ -159,18 +181,37 @@ struct DaemonCommands {
         }
     }
 
+    private func hello() -> JSONValue {
+        ["protocol": 1, "version": .string(ImgdVersion.string), "features": JSONValue(Self.features)]
+    }
+
+    /// `get`'s answer from one tier, counted as a get and a hit; nil, and nothing counted, on a
+    /// miss. The memory tier is asked by ``answerAtOnce()``, on the event loop; `get()`, which
+    /// runs only when that found nothing, asks the disk tier.
+    private func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
+        let url = try url()
+        let need: CacheNeed = try request.bool("data", default: false) ? .bytes : .file
+        let tiers = services.tiers
+        let found = tier == .memory ? tiers.memoryLookup(url.cacheKey, needs: need) : tiers.diskLookup(url.cacheKey, needs: need)
+        guard let hit = found else { return nil }
+        services.counters.update { counters in
+            counters.gets += 1
+            if hit.source == .disk { counters.diskHits += 1 }
+        }
+        return Self.json(hit, source: hit.source, data: need == .bytes)
+    }
+
     private func get() async throws(ControlError) -> JSONValue {
         let url = try url()
         let fetch = try request.bool("fetch", default: true)
         let wait = try request.bool("wait", default: true)
         let data = try request.bool("data", default: false)
         let need: CacheNeed = data ? .bytes : .file
-        services.counters.update { $0.gets += 1 }
-        if let hit = services.tiers.lookup(url.cacheKey, needs: need) {
-            if hit.source == .disk { services.counters.update { $0.diskHits += 1 } }
-            return Self.json(hit, source: hit.source, data: data)
+        if let cached = try cachedImage(tier: .disk) { return cached }
+        services.counters.update { counters in
+            counters.gets += 1
+            counters.misses += 1
         }
-        services.counters.update { $0.misses += 1 }
         guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
         let downloader = services.downloader
         guard wait else {

@@ -8,4 +8,15 @@ public protocol ControlCommandHandler: Sendable {
     /// The reply to `request`: a result (usually an object) or an error. A command name the
     /// handler does not know is answered with ``ControlError/unknownCommand(_:)``.
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError>
+
+    /// The reply to `request` when it is ready at once — no download, nothing that waits — or
+    /// nil to have ``handle(_:)`` answer it. Called first for every request, on the connection's
+    /// event loop, in request order: it skips the hop to a task and back (half the cost of a
+    /// cache hit, measured), so it must be quick and must never wait on anything slow.
+    func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>?
+}
+
+extension ControlCommandHandler {
+    /// Nothing is answered at once: every request goes to ``handle(_:)``.
+    public func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>? { nil }
 }

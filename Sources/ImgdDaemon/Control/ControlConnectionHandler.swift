@@ -197,8 +197,13 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     /// Runs `request` through the command handler; its reply is written back on the loop.
     private func run(_ request: ControlRequest) {
         guard let context else { return }
-        isRunning = true
         let handler = settings.handler
+        if let answer = handler.answerAtOnce(request) {
+            waitingRequests -= 1
+            write(ControlLine.reply(id: request.id, answer), isEvent: false)
+            return
+        }
+        isRunning = true
         let promise = context.eventLoop.makePromise(of: Result<JSONValue, ControlError>.self)
         running = promise.completeWithTask { await handler.handle(request) }
         promise.futureResult.assumeIsolated().whenComplete { [self] outcome in
