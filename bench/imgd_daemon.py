@@ -208,6 +208,12 @@ class Daemon:
         self.process = None
         return status
 
+    def timed_stop(self, timeout: float = 10) -> tuple:
+        """stop(), timed: (exit status, seconds from SIGTERM until the daemon was gone)."""
+        start = time.monotonic()
+        status = self.stop(timeout)
+        return status, time.monotonic() - start
+
     def __enter__(self):
         return self
 

@@ -12,7 +12,9 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(dirname "$BENCH_DIR")
+LOG_TAG=lookup-bench
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 WORK=$BENCH_DIR/work/lookup     # git-ignored: corpus, imgd's folders, Redis, logs, raw results
 SCRATCH=${SCRATCH:-$REPO_DIR/.build}
 
@@ -32,7 +34,6 @@ IMGD_BIN=""
 CLIENT_BIN=""
 IMGD_PID=""
 REDIS_PID=""
-NGINX_PID_FILE=$WORK/nginx/nginx.pid
 SOCKET=$WORK/imgd/imgd.sock
 REDIS_SOCKET=$WORK/redis/redis.sock
 URL_LIST=""
@@ -43,11 +44,8 @@ RUNS_TSV=""
 FAILED=0
 declare -A REDIS_REQUESTS       # requests per redis-benchmark run, by "clients depth"
 
-log() { printf '[lookup-bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
 usage() {
-    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    script_header 11
     cat <<'EOF'
 
 Options:
@@ -80,13 +78,13 @@ parse_args() {
     [[ $RUNS =~ ^[1-9][0-9]*$ && $SECONDS_PER_RUN =~ ^[1-9][0-9]*$ && $URLS =~ ^[1-9][0-9]*$ ]] \
         || die "--runs, --seconds and --urls want positive whole numbers"
     [[ $DEPTH =~ ^[1-9][0-9]*$ && $DEPTH -le 64 ]] || die "--depth wants 1 to 64 (imgd's limit of waiting requests)"
-    [[ $EUID -eq 0 ]] || die "run as root (apt-get)"
+    require_root "apt-get"
 }
 
 # --- Packages and binaries ---------------------------------------------------------------
 
-# Installs the Debian packages whose commands are missing. DPkg::Lock::Timeout: other work on
-# the machine may be running apt at the same time; wait for it rather than fail.
+# Installs the Debian packages whose commands are missing (apt_install waits for the dpkg
+# lock when other work on the machine is running apt).
 ensure_packages() {
     local want=()
     command -v redis-server >/dev/null || want+=(redis-server)
@@ -95,31 +93,20 @@ ensure_packages() {
     command -v curl >/dev/null || want+=(curl)
     command -v python3 >/dev/null || want+=(python3)
     if [[ $PERF -eq 1 ]]; then command -v perf >/dev/null || want+=(linux-perf); fi
-    if [[ ${#want[@]} -gt 0 ]]; then
-        log "installing: ${want[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        local apt=(apt-get install -y -o DPkg::Lock::Timeout=600 "${want[@]}")
-        "${apt[@]}" >"$WORK/logs/apt.log" 2>&1 \
-            || { apt-get update -o DPkg::Lock::Timeout=600 >>"$WORK/logs/apt.log" 2>&1 \
-                 && "${apt[@]}" >>"$WORK/logs/apt.log" 2>&1; } \
-            || die "apt-get install ${want[*]} failed (see $WORK/logs/apt.log)"
-    fi
+    apt_install "$WORK/logs/apt.log" "${want[@]}"
     # Debian's package starts its own redis-server where it can (not in a container without
     # systemd); this benchmark never uses it, only the one it starts on a Unix socket.
 }
 
 # Builds what IMGD / LOOKUP_BENCH do not name: imgd and the client, release.
 build() {
-    local products=() product bin_dir
+    local products=() bin_dir
     [[ -z ${IMGD:-} ]] && products+=(imgd)
     [[ -z ${LOOKUP_BENCH:-} ]] && products+=(imgd-lookup-bench)
     if [[ ${#products[@]} -gt 0 ]]; then
         log "building ${products[*]}: swift build -c release --scratch-path $SCRATCH (log: $WORK/logs/build.log)"
-        : >"$WORK/logs/build.log"
-        for product in "${products[@]}"; do
-            (cd "$REPO_DIR" && swift build -c release --scratch-path "$SCRATCH" --product "$product") \
-                >>"$WORK/logs/build.log" 2>&1 || die "the release build of $product failed (see $WORK/logs/build.log)"
-        done
+        release_build "$WORK/logs/build.log" "$SCRATCH" "${products[@]}" \
+            || die "the release build of $BUILD_PRODUCT failed (see $WORK/logs/build.log)"
         bin_dir=$(cd "$REPO_DIR" && swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
     fi
     IMGD_BIN=${IMGD:-$bin_dir/imgd}
@@ -134,14 +121,8 @@ build() {
 serve_images() {
     local corpus=$WORK/corpus/s$URLS dir=$WORK/nginx port
     python3 "$BENCH_DIR/gen_corpus.py" generate --dir "$corpus" --small "$URLS" --large 0 >&2
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    sed -e "s|@PORT@|$port|g" -e "s|@ROOT@|$corpus|g" -e "s|@WORK@|$dir|g" \
-        "$BENCH_DIR/nginx.conf.template" >"$dir/nginx.conf"
-    nginx -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx did not start"
-    for _ in $(seq 50); do [[ -s $NGINX_PID_FILE ]] && break; sleep 0.1; done
-    [[ -s $NGINX_PID_FILE ]] || die "nginx wrote no pid file"
+    nginx_start "$dir" "$corpus"
+    port=$NGINX_PORT
     python3 "$BENCH_DIR/gen_corpus.py" lists --dir "$corpus" --base-url "http://127.0.0.1:$port" --out "$WORK/lists"
     URL_LIST=$WORK/lists/small.txt
     curl -q -sS --fail -o /dev/null "$(head -1 "$URL_LIST")" || die "nginx does not serve the corpus (see $dir/error.log)"
@@ -245,14 +226,7 @@ cleanup() {
         kill -TERM "$REDIS_PID" 2>/dev/null || true
         wait "$REDIS_PID" 2>/dev/null || true
     fi
-    if [[ -s $NGINX_PID_FILE ]]; then
-        local pid
-        pid=$(cat "$NGINX_PID_FILE")
-        kill -QUIT "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-        rm -f "$NGINX_PID_FILE"
-    fi
+    nginx_stop "$WORK/nginx"
     exit "$status"
 }
 
@@ -381,18 +355,17 @@ profile_imgd() {
 # Medians per configuration, the ratios and the targets, into bench/RESULTS.md between the
 # lookup-bench markers (replaced if present, appended otherwise; the rest of the file is kept).
 write_results() {
-    local rev
-    rev=$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [[ -n $(git -C "$REPO_DIR" status --porcelain -- Sources Package.swift 2>/dev/null) ]] && rev+=" + uncommitted changes"
-    LOAD_BEFORE=$1 LOAD_AFTER=$2 IMGD_REV=$rev ARGS=$ORIG_ARGS URLS=$URLS REPLY_BYTES=$REPLY_BYTES RUNS=$RUNS \
+    LOAD_BEFORE=$1 LOAD_AFTER=$2 IMGD_REV=$(imgd_revision) ARGS=$ORIG_ARGS URLS=$URLS REPLY_BYTES=$REPLY_BYTES RUNS=$RUNS \
     SECONDS_PER_RUN=$SECONDS_PER_RUN DATE=$(date -u '+%Y-%m-%d %H:%M UTC') KERNEL=$(uname -r) CORES=$(nproc) \
     CPU=$(lscpu | sed -n 's/^Model name: *//p' | head -1) \
     MEM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) \
     SWIFT_VERSION=$(swift --version 2>/dev/null | head -1 | sed 's/.*version \([^ ]*\).*/\1/') \
     REDIS_HITS=$REDIS_HITS REDIS_MISSES=$REDIS_MISSES REDIS_VERSION=$(redis_version) FS=$(findmnt -n -o FSTYPE,SOURCE -T "$WORK" | awk 'NR == 1 { print $1 " on " $2 }') \
-    python3 - "$RUNS_TSV" "$BENCH_DIR/RESULTS.md" <<'PY'
-import json, os, re, statistics, sys
-runs_path, results_path = sys.argv[1:]
+    PYTHONDONTWRITEBYTECODE=1 python3 - "$RUNS_TSV" "$BENCH_DIR/RESULTS.md" "$BENCH_DIR" <<'PY'
+import json, os, statistics, sys
+runs_path, results_path, bench_dir = sys.argv[1:]
+sys.path.insert(0, bench_dir)
+import results_md
 env = os.environ
 runs = {}
 for line in open(runs_path):
@@ -440,8 +413,7 @@ memory_hits = sum(x.get("memory_hits", 0) for x in imgd_runs)
 disk_hits = sum(x.get("disk_hits", 0) for x in imgd_runs)
 client_cpu = [x["client_cpu_s"] / x["seconds"] for x in imgd_runs if x.get("valid") and x.get("seconds")]
 client_cpu_text = num(statistics.median(client_cpu) if client_cpu else None, ".2f")
-section = f"""<!-- lookup-bench:begin (generated by bench/lookup-bench.sh; edits inside are overwritten) -->
-## Lookup benchmark: imgd `get` hits against Redis GET, Unix sockets
+body = f"""## Lookup benchmark: imgd `get` hits against Redis GET, Unix sockets
 
 Run {env['DATE']} with `bench/lookup-bench.sh {env['ARGS']}`; {env['KERNEL']}, {env['CPU']}, {env['CORES']} cores,
 {env['MEM']}; imgd git {env['IMGD_REV']} (release build, Swift {env['SWIFT_VERSION']}), Redis {env['REDIS_VERSION']};
@@ -460,16 +432,8 @@ The imgd client used {client_cpu_text} CPU seconds per second (median over runs)
 """ + "\n".join(rows) + """
 
 Targets (issue 5):
-""" + "\n".join(verdicts) + """
-<!-- lookup-bench:end -->"""
-try:
-    text = open(results_path).read()
-except FileNotFoundError:
-    text = "# Benchmark results\n"
-pattern = re.compile(r"<!-- lookup-bench:begin.*?<!-- lookup-bench:end -->", re.S)
-text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
-open(results_path, "w").write(text)
-print(section)
+""" + "\n".join(verdicts)
+print(results_md.replace_section(results_path, "lookup-bench", "bench/lookup-bench.sh", body))
 PY
 }
 

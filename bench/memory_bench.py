@@ -181,9 +181,7 @@ def part_claim(args, work: str) -> dict:
         later = imgd_daemon.rss_kib(daemon.pid)
         hwm_later = imgd_daemon.proc_status(daemon.pid)["VmHWM"]
         events.close()
-        stop_start = time.monotonic()
-        rc = daemon.stop()
-        stop_s = time.monotonic() - stop_start
+        rc, stop_s = daemon.timed_stop()
     finally:
         sampler.stop()
         daemon.stop()
@@ -367,6 +365,41 @@ def section(args, fs: str, warm, claim, pressure, failures) -> str:
     return "\n".join(out) + "\n"
 
 
+def run_part(tag: str, name: str, failures: list, part, verdict):
+    """Runs one part and returns its figures. verdict(figures) gives a log line (or None) and
+    the part's failures, which are added to failures; an error the part raises is its failure
+    too (listed in the section, logged), and None lets the other parts still run."""
+    try:
+        figures = part()
+    except (RuntimeError, OSError) as error:
+        failures.append(f"{tag} {name}: {error}")
+        log(f"{tag} FAILED: {error}")
+        return None
+    line, problems = verdict(figures)
+    if line:
+        log(f"{tag} {line}")
+    failures.extend(problems)
+    return figures
+
+
+def warm_verdict(warm: dict) -> tuple:
+    line = (f"{warm['outcome']} in {warm['seconds']:.1f} s: RSS before {mib(warm['before'])}, steady "
+            f"{mib(warm['steady'])}, peak {mib(warm['peak_sample'])} (VmHWM {mib(warm['hwm'])}), 5 s after {mib(warm['after'])}")
+    ok = warm["outcome"] == "done" and warm["rc"] == 0
+    return line, [] if ok else [f"(a) warm: list {warm['outcome']}, exit status {warm['rc']}"]
+
+
+def claim_verdict(claim: dict) -> tuple:
+    line = (f"claimed in {claim['seconds']:.1f} s: RSS {mib(claim['before'])} → VmHWM {mib(claim['hwm'])} "
+            f"(growth {mib(claim['growth'])}); 3 s later {mib(claim['later'])}; stop {claim['stop_s'] * 1000:.0f} ms")
+    return line, [] if claim["rc"] == 0 else [f"(b) claim: exit status {claim['rc']} after SIGTERM"]
+
+
+def pressure_verdict(pressure: dict) -> tuple:
+    return None, [f"(c) run {i}: exit status {r['rc']}, tier entries after {r['after_entries']}"
+                  for i, r in enumerate(pressure["runs"], 1) if r["rc"] != 0 or r["after_entries"] != 0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--imgd", required=True)
@@ -389,41 +422,15 @@ def main() -> None:
     failures = []
     if "warm" in parts:
         log(f"(a) warming {args.urls} URLs, memory limit {args.memory_limit}, cap {args.cap}")
-        try:
-            warm = part_warm(args, args.work)
-            log(f"(a) {warm['outcome']} in {warm['seconds']:.1f} s: RSS before {mib(warm['before'])}, steady "
-                f"{mib(warm['steady'])}, peak {mib(warm['peak_sample'])} (VmHWM {mib(warm['hwm'])}), 5 s after {mib(warm['after'])}")
-            if warm["outcome"] != "done" or warm["rc"] != 0:
-                failures.append(f"(a) warm: list {warm['outcome']}, exit status {warm['rc']}")
-        except (RuntimeError, OSError) as error:
-            failures.append(f"(a) warm: {error}")
-            log(f"(a) FAILED: {error}")
+        warm = run_part("(a)", "warm", failures, lambda: part_warm(args, args.work), warm_verdict)
     if "claim" in parts:
         log(f"(b) claiming a {args.claim_lines}-line list")
-        try:
-            claim = part_claim(args, args.work)
-            log(f"(b) claimed in {claim['seconds']:.1f} s: RSS {mib(claim['before'])} → VmHWM {mib(claim['hwm'])} "
-                f"(growth {mib(claim['growth'])}); 3 s later {mib(claim['later'])}; stop {claim['stop_s'] * 1000:.0f} ms")
-            if claim["rc"] != 0:
-                failures.append(f"(b) claim: exit status {claim['rc']} after SIGTERM")
-        except (RuntimeError, OSError) as error:
-            failures.append(f"(b) claim: {error}")
-            log(f"(b) FAILED: {error}")
+        claim = run_part("(b)", "claim", failures, lambda: part_claim(args, args.work), claim_verdict)
     if "pressure" in parts:
         log(f"(c) memory pressure, {args.pressure_runs} runs")
-        try:
-            pressure = part_pressure(args, args.work)
-            for i, r in enumerate(pressure["runs"], 1):
-                if r["rc"] != 0 or r["after_entries"] != 0:
-                    failures.append(f"(c) run {i}: exit status {r['rc']}, tier entries after {r['after_entries']}")
-        except (RuntimeError, OSError) as error:
-            failures.append(f"(c) pressure: {error}")
-            log(f"(c) FAILED: {error}")
+        pressure = run_part("(c)", "pressure", failures, lambda: part_pressure(args, args.work), pressure_verdict)
     text = section(args, args.fs, warm, claim, pressure, failures)
-    print(text)
-    if args.results:
-        results_md.replace_section(args.results, "memory-bench", "bench/memory-bench.sh", text)
-        log(f"wrote {args.results}")
+    results_md.publish(text, args.results, "memory-bench", "bench/memory-bench.sh", log)
     sys.exit(1 if failures else 0)
 
 

@@ -11,9 +11,10 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(dirname "$BENCH_DIR")
+LOG_TAG=bench
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 WORK=$BENCH_DIR/work            # git-ignored: corpus, lists, logs, raw results, fs image
-PYTHON=${PYTHON:-python3}
 
 # Settings (see usage).
 SMALL=20000
@@ -41,12 +42,10 @@ FS_DESC=""
 PORT=""
 declare -A SET_FILES SET_BYTES
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 note() { NOTES+=("$*"); log "note: $*"; }
 
 usage() {
-    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    script_header 10
     cat <<'EOF'
 
 Options:
@@ -84,7 +83,7 @@ parse_args() {
     [[ $RUNS =~ ^[1-9][0-9]*$ && $SMALL =~ ^[1-9][0-9]*$ && $LARGE =~ ^[1-9][0-9]*$ ]] \
         || die "--runs, --small and --large want positive numbers"
     [[ $SETS =~ ^(small|large)(,(small|large))?$ ]] || die "--sets wants small, large or small,large"
-    [[ $EUID -eq 0 ]] || die "run as root (apt-get, mount, nginx)"
+    require_root "apt-get, mount, nginx"
 }
 
 # --- 1. Packages -------------------------------------------------------------------------
@@ -104,14 +103,7 @@ ensure_packages() {
         # wget2 is optional: Debian 12 has it, older releases do not.
         if apt-cache show wget2 >/dev/null 2>&1; then want+=(wget2); fi
     fi
-    if [[ ${#want[@]} -gt 0 ]]; then
-        log "installing: ${want[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y "${want[@]}" >"$WORK/logs/apt.log" 2>&1 \
-            || { apt-get update >>"$WORK/logs/apt.log" 2>&1 \
-                 && apt-get install -y "${want[@]}" >>"$WORK/logs/apt.log" 2>&1; } \
-            || die "apt-get install ${want[*]} failed (see $WORK/logs/apt.log)"
-    fi
+    apt_install "$WORK/logs/apt.log" "${want[@]}"
     command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
 }
 
@@ -147,20 +139,8 @@ describe_fs() {
 # resemble an ordinary server's disk rather than this machine's journal-less /.
 setup_work_area() {
     if [[ $USE_LOOP -eq 1 ]]; then
-        local img=$WORK/fs.img mnt=$WORK/mnt
-        mkdir -p "$mnt"
-        if mountpoint -q "$mnt"; then
-            log "unmounting a work area left by an earlier run"
-            umount "$mnt"
-        fi
-        rm -f "$img"
-        truncate -s 4G "$img"
-        # -J size=64: a 64 MB journal. lazy_itable_init=0 so no background inode-table
-        # zeroing (ext4lazyinit) competes with the timed runs.
-        mkfs.ext4 -q -F -J size=64 -E lazy_itable_init=0,lazy_journal_init=0 "$img"
-        mount -o loop "$img" "$mnt" || die "mount -o loop failed; try --no-loop"
-        MOUNTED=1
-        OUT_ROOT=$mnt/out
+        mount_work_fs "$WORK" 4G
+        OUT_ROOT=$WORK/mnt/out
     else
         OUT_ROOT=$WORK/out
         note "--no-loop: downloads written to a plain folder on $(describe_fs "$WORK")"
@@ -183,18 +163,8 @@ cleanup() {
         log "stopping the imgd daemon (pid $DAEMON_PID)"
         stop_daemon "$DAEMON_PID" || true
     fi
-    if [[ -s $NGINX_PID_FILE ]]; then
-        local pid
-        pid=$(cat "$NGINX_PID_FILE")
-        kill -QUIT "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-        rm -f "$NGINX_PID_FILE"
-    fi
-    if [[ $MOUNTED -eq 1 ]]; then
-        umount "$WORK/mnt" 2>/dev/null || umount -l "$WORK/mnt" || true
-        rm -f "$WORK/fs.img"    # 4 GiB sparse, filled by the runs: do not leave it behind
-    fi
+    nginx_stop "$WORK/nginx"
+    unmount_work_fs "$WORK"
     exit "$status"
 }
 
@@ -208,28 +178,22 @@ prepare_imgd() {
         note "imgd skipped (--peers-only)"
         return
     fi
-    local bin=${IMGD:-}
-    if [[ -z $bin ]]; then
-        bin=$REPO_DIR/.build/release/imgd
-        log "building imgd: swift build -c release --product imgd (log: $WORK/logs/build.log)"
-        if ! (cd "$REPO_DIR" && swift build -c release --product imgd) >"$WORK/logs/build.log" 2>&1; then
-            IMGD_DESC="skipped (build failed)"
-            note "imgd skipped: the release build failed (see bench/work/logs/build.log)"
-            return
-        fi
+    local bin
+    if ! imgd_binary "$WORK/logs/build.log"; then
+        IMGD_BIN=""
+        IMGD_DESC="skipped (build failed)"
+        note "imgd skipped: the release build failed (see bench/work/logs/build.log)"
+        return
     fi
+    bin=$IMGD_BIN
+    IMGD_BIN=""
     if [[ ! -x $bin ]]; then
         IMGD_DESC="skipped (no binary at $bin)"
         note "imgd skipped: no executable at $bin"
         return
     fi
     IMGD_BIN=$bin
-    local rev
-    rev=$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    if [[ -n $(git -C "$REPO_DIR" status --porcelain -- Sources Package.swift 2>/dev/null) ]]; then
-        rev+=" + uncommitted changes"
-    fi
-    IMGD_DESC="$bin (git $rev)"
+    IMGD_DESC="$bin (git $(imgd_revision))"
     TOOLS+=(imgd imgd-daemon)
 }
 
@@ -257,22 +221,10 @@ warm_corpus() {
 
 # --- 4. nginx ----------------------------------------------------------------------------
 
-free_port() {
-    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 start_nginx() {
     local dir=$WORK/nginx
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    PORT=$(free_port)
-    sed -e "s|@PORT@|$PORT|g" -e "s|@ROOT@|$CORPUS|g" -e "s|@WORK@|$dir|g" \
-        "$BENCH_DIR/nginx.conf.template" >"$dir/nginx.conf"
-    # -e: the startup error log goes here too, not to /var/log/nginx.
-    nginx -t -q -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx config test failed"
-    nginx -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx did not start"
-    for _ in $(seq 50); do [[ -s $NGINX_PID_FILE ]] && break; sleep 0.1; done
-    [[ -s $NGINX_PID_FILE ]] || die "nginx wrote no pid file"
+    nginx_start "$dir" "$CORPUS"
+    PORT=$NGINX_PORT
     LISTS=$WORK/lists
     "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "http://127.0.0.1:$PORT" --out "$LISTS"
     # One request per set proves the server reads the corpus (permissions, root path).
@@ -283,8 +235,6 @@ start_nginx() {
     done
     log "nginx $(nginx_version) on 127.0.0.1:$PORT, pid $(cat "$NGINX_PID_FILE"), root $CORPUS"
 }
-
-nginx_version() { nginx -v 2>&1 | sed 's|.*nginx/||'; }
 
 # --- 5. Runs -----------------------------------------------------------------------------
 

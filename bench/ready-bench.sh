@@ -11,9 +11,10 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(dirname "$BENCH_DIR")
+LOG_TAG=ready
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 WORK=$BENCH_DIR/work/ready      # git-ignored (bench/work): fs image, mount point, logs
-PYTHON=${PYTHON:-python3}
 ENTRIES=1000000
 RUNS=5
 USE_LOOP=1
@@ -21,11 +22,8 @@ COLD=1
 MOUNTED=0
 ORIG_ARGS="$*"
 
-log() { printf '[ready %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
 usage() {
-    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    script_header 10
     cat <<'EOF'
 
 Options:
@@ -51,65 +49,15 @@ parse_args() {
         shift
     done
     [[ $ENTRIES =~ ^[1-9][0-9]*$ && $RUNS =~ ^[1-9][0-9]*$ ]] || die "--entries and --runs want positive numbers"
-    [[ $EUID -eq 0 ]] || die "run as root (mount, drop_caches)"
+    require_root "mount, drop_caches"
 }
 
-# Stops a daemon the Python driver left behind (it writes its pid here), then unmounts.
+# At exit: a daemon the Python driver left behind (it writes its pid there), the loop mount.
 cleanup() {
     local status=$?
-    if [[ -s $WORK/daemon.pid ]]; then
-        local pid
-        pid=$(cat "$WORK/daemon.pid")
-        if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(readlink -f "$IMGD_BIN")" ]]; then
-            log "stopping imgd (pid $pid)"
-            kill -TERM "$pid" 2>/dev/null || true
-        fi
-        rm -f "$WORK/daemon.pid"
-    fi
-    if [[ $MOUNTED -eq 1 ]]; then
-        umount "$WORK/mnt" 2>/dev/null || umount -l "$WORK/mnt" || true
-        rm -f "$WORK/fs.img"
-    fi
+    stop_pidfile_daemon "$WORK/daemon.pid"
+    unmount_work_fs "$WORK"
     exit "$status"
-}
-
-# The index, the cache and the state live on a fresh journaled ext4 image on a loop device,
-# like the prefetch benchmark's downloads (/ here is ext4 without a journal).
-setup_work_area() {
-    mkdir -p "$WORK/mnt"
-    if [[ $USE_LOOP -eq 1 ]]; then
-        mountpoint -q "$WORK/mnt" && umount "$WORK/mnt"
-        rm -f "$WORK/fs.img"
-        # The index is ~200 MiB per million entries (the pristine copy stays in bench/work/ready
-        # on /, kept between invocations); the run's copy and its WAL go here.
-        local size_mib=$(( ENTRIES / 1000000 * 400 + 512 ))
-        truncate -s "${size_mib}M" "$WORK/fs.img"
-        mkfs.ext4 -q -F -J size=64 -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/fs.img"
-        mount -o loop "$WORK/fs.img" "$WORK/mnt" || die "mount -o loop failed; try --no-loop"
-        MOUNTED=1
-        DATA=$WORK/mnt
-        FS_DESC="${size_mib} MiB image on a loop device: $(findmnt -n -o FSTYPE,SOURCE -T "$DATA" | head -1 | tr -s ' ' ' ')"
-        if dumpe2fs -h "$(findmnt -n -o SOURCE -T "$DATA" | head -1)" 2>/dev/null | grep -q has_journal; then
-            FS_DESC+=", with a journal"
-        fi
-    else
-        DATA=$WORK/data
-        mkdir -p "$DATA"
-        FS_DESC="$(findmnt -n -o FSTYPE,SOURCE -T "$DATA" | head -1) (--no-loop)"
-    fi
-    log "work area: $DATA — $FS_DESC"
-}
-
-prepare_imgd() {
-    IMGD_BIN=${IMGD:-}
-    if [[ -z $IMGD_BIN ]]; then
-        IMGD_BIN=$REPO_DIR/.build/release/imgd
-        log "building imgd: swift build -c release --product imgd (log: $WORK/build.log)"
-        (cd "$REPO_DIR" && swift build -c release --product imgd) >"$WORK/build.log" 2>&1 \
-            || die "the release build failed (see $WORK/build.log)"
-    fi
-    [[ -x $IMGD_BIN ]] || die "no executable imgd at $IMGD_BIN"
-    IMGD_BIN=$(readlink -f "$IMGD_BIN")
 }
 
 main() {
@@ -119,8 +67,10 @@ main() {
     trap cleanup EXIT
     trap 'exit 130' INT TERM
     command -v mkfs.ext4 >/dev/null || die "mkfs.ext4 missing (apt-get install e2fsprogs)"
-    prepare_imgd
-    setup_work_area
+    prepare_imgd "$WORK/build.log"
+    # The index is ~200 MiB per million entries (the pristine copy stays in bench/work/ready
+    # on /, kept between invocations); the run's copy and its WAL go on the image.
+    setup_data_area $(( ENTRIES / 1000000 * 400 + 512 ))
     local cold=()
     [[ $COLD -eq 1 ]] || cold=(--no-cold)
     log "imgd: $IMGD_BIN; $ENTRIES entries, $RUNS runs per variant"

@@ -86,9 +86,7 @@ def one_run(binary: str, work: str, pristine: str, entries: int, cold: bool, ext
         control = daemon.control()
         status = control.request("status")
         control.close()
-        stop_start = time.monotonic()
-        rc = daemon.stop()
-        stopped = time.monotonic() - stop_start
+        rc, stopped = daemon.timed_stop()
     finally:
         daemon.stop()
         notify.close()
@@ -207,10 +205,7 @@ def main() -> None:
     if failures:
         body += ["", "Failed runs:", ""] + [f"- {f}" for f in failures]
     text = "\n".join(body) + "\n"
-    print(text)
-    if args.results:
-        results_md.replace_section(args.results, "ready-bench", "bench/ready-bench.sh", text)
-        log(f"wrote {args.results}")
+    results_md.publish(text, args.results, "ready-bench", "bench/ready-bench.sh", log)
     sys.exit(1 if failures else 0)
 
 

@@ -15,18 +15,16 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(dirname "$BENCH_DIR")
-PYTHON=${PYTHON:-python3}
+LOG_TAG=run-all
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 QUICK=0
 ONLY=prefetch,lookup,ready,memory,index
 LOGS=$BENCH_DIR/work/run-all
 ORIG_ARGS="$*"
 STEP_PID=""
 
-log() { printf '[run-all %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { script_header 15; }
 
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -39,7 +37,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $ONLY =~ ^(prefetch|lookup|ready|memory|index)(,(prefetch|lookup|ready|memory|index))*$ ]] \
     || die "--only wants names among prefetch,lookup,ready,memory,index"
-[[ $EUID -eq 0 ]] || die "run as root (apt-get, mount, nginx, drop_caches)"
+require_root "apt-get, mount, nginx, drop_caches"
 mkdir -p "$LOGS"
 
 # A step still running when we are interrupted gets SIGTERM; its own trap cleans up.
@@ -59,8 +57,8 @@ wanted() { [[ ,$ONLY, == *,$1,* ]]; }
 # One release build for every step (they would otherwise each check the build).
 if [[ -z ${IMGD:-} ]]; then
     log "building imgd and imgctl: swift build -c release (log: $LOGS/build.log)"
-    (cd "$REPO_DIR" && swift build -c release --product imgd && swift build -c release --product imgctl) \
-        >"$LOGS/build.log" 2>&1 || die "the release build failed (see $LOGS/build.log)"
+    release_build "$LOGS/build.log" "$REPO_DIR/.build" imgd imgctl \
+        || die "the release build failed (see $LOGS/build.log)"
     IMGD=$REPO_DIR/.build/release/imgd
     IMGCTL=${IMGCTL:-$REPO_DIR/.build/release/imgctl}
 fi
@@ -122,12 +120,7 @@ body=$(
     echo "|---|---|---|---|"
     printf '%s\n' "${SUMMARY[@]}"
 )
-PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -c '
-import sys
-sys.path.insert(0, sys.argv[1])
-import results_md
-results_md.replace_section(sys.argv[2], "run-all", "bench/run-all.sh", sys.argv[3], first=True)
-' "$BENCH_DIR" "$BENCH_DIR/RESULTS.md" "$body"
+write_results_section run-all bench/run-all.sh "$body" --first
 log "wrote bench/RESULTS.md"
 printf '%s\n' "${SUMMARY[@]}" >&2
 exit "$FAILED"
