@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
@@ -56,15 +57,7 @@ struct SocketPathResolverTests {
         // Bound but never listening: what a crashed daemon leaves behind.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8))
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0)
+        try #require(UnixSocketAddress.with(path) { bind(descriptor, $0, $1) } == 0)
         let run = ImgctlRun(["status", "--socket", path])
         #expect(run.status == 3)
         #expect(run.stderr.text.contains("cannot reach imgd at \(path): Connection refused"))

@@ -33,7 +33,7 @@ struct ControlLimitTests {
         let folder = try ControlTestFolder()
         let fixture = try await ControlTestServer.start(at: folder.socketPath)
         let path = folder.socketPath
-        let received = await ControlRawSocket.onThread { () -> [UInt8]? in
+        let received = await onOwnThread { () -> [UInt8]? in
             let descriptor = ControlRawSocket.connect(to: path)
             guard descriptor >= 0 else { return nil }
             defer { close(descriptor) }

@@ -321,13 +321,7 @@ enum ControlRawSocket {
     static func connect(to path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
-        var address = makeAddress(path)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
+        guard UnixSocketAddress.with(path, { Glibc.connect(descriptor, $0, $1) }) == 0 else {
             close(descriptor)
             return -1
         }
@@ -341,13 +335,7 @@ enum ControlRawSocket {
     static func listen(at path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
-        var address = makeAddress(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
+        guard UnixSocketAddress.with(path, { bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 16) == 0 else {
             close(descriptor)
             return -1
         }
@@ -382,19 +370,6 @@ enum ControlRawSocket {
         }
     }
 
-    private static func makeAddress(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        return address
-    }
-
-    /// Runs blocking `body` on a new thread.
-    static func onThread<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: body()) }
-        }
-    }
 }
 
 /// Raises the soft limit of open files to the hard limit (a test opens 2,000 descriptors).

@@ -28,14 +28,6 @@ enum BinaryRunner {
     }
 }
 
-/// Runs blocking work on a thread of its own instead of Swift's cooperative pool (2 threads here,
-/// shared with every test running meanwhile; Dispatch's global queues are no better on Linux).
-func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: work()) }
-    }
-}
-
 /// A scratch folder for one test, removed afterwards.
 struct ScratchFolder {
     let path: String

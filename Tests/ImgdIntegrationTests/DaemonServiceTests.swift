@@ -697,13 +697,7 @@ struct DaemonServiceTests {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 1) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard UnixSocketAddress.with(path, { bind(fd, $0, $1) }) == 0, listen(fd, 1) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
     /// Writes one byte into the FIFO (imgd holds it open, so this does not block).
@@ -750,7 +744,7 @@ private func pollUntil(timeout: Duration, _ condition: () async -> Bool) async -
 
 /// Sends one request on a new connection to `socket` and returns the reply, parsed.
 private func request(_ socket: String, _ line: String) async throws -> [String: Any] {
-    let reply = try await offPool { Result { try ControlClient(path: socket).call(line) } }.get()
+    let reply = try await onOwnThread { Result { try ControlClient(path: socket).call(line) } }.get()
     return try parseReply(reply)
 }
 
@@ -775,7 +769,7 @@ private final class Connection: Sendable {
     private let queue = DispatchQueue(label: "Connection")
 
     init(_ socket: String) async throws {
-        client = try await offPool { Result { UncheckedBox(try ControlClient(path: socket)) } }.get()
+        client = try await onOwnThread { Result { UncheckedBox(try ControlClient(path: socket)) } }.get()
     }
 
     /// Sends `line` and returns the next reply, parsed.

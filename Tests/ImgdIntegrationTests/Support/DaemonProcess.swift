@@ -28,7 +28,7 @@ final class DaemonProcess: Sendable {
         if waitForSocket {
             let socket = daemon.socket
             let ready = await eventuallyAsync(timeout: .seconds(30)) {
-                let answered = await offPool { (try? ControlClient(path: socket).call(#"{"cmd":"ping"}"#)) != nil }
+                let answered = await onOwnThread { (try? ControlClient(path: socket).call(#"{"cmd":"ping"}"#)) != nil }
                 return answered || !process.isRunning
             }
             guard ready, process.isRunning else {
@@ -53,7 +53,7 @@ final class DaemonProcess: Sendable {
     /// Sends one request on a new connection and returns the reply, parsed.
     func call(_ line: String) async throws -> [String: Any] {
         let socket = socket
-        let reply = try await offPool { Result { try ControlClient(path: socket).call(line) } }.get()
+        let reply = try await onOwnThread { Result { try ControlClient(path: socket).call(line) } }.get()
         guard let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
             throw DaemonError(message: "not a JSON object: \(reply)")
         }
@@ -108,17 +108,9 @@ final class ControlClient {
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes + [0])
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
         // Not closed here: once every property is set, a throwing init runs deinit, which
         // closes it (a second close could hit a descriptor another test has just opened).
+        guard let connected = UnixSocketAddress.with(path, { connect(fd, $0, $1) }) else { throw POSIXError(.ENAMETOOLONG) }
         guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -231,7 +223,7 @@ extension DaemonProcess {
     /// Subscribes on a connection of its own; events arrive in the background.
     func subscribe(_ events: [String]? = nil) async throws -> EventSubscription {
         let socket = socket
-        return try await offPool { Result { try EventSubscription(socket: socket, events: events) } }.get()
+        return try await onOwnThread { Result { try EventSubscription(socket: socket, events: events) } }.get()
     }
 }
 

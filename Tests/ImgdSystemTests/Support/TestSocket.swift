@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 
 /// Blocking Unix stream socket calls for tests, each with a deadline instead of a sleep.
 enum TestSocket {
@@ -7,14 +8,7 @@ enum TestSocket {
     static func bound(at path: String, listening: Bool = true) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         precondition(descriptor >= 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = UnixSocketAddress.with(path) { bind(descriptor, $0, $1) }
         precondition(bound == 0, "bind \(path): \(String(cString: strerror(errno)))")
         if listening { precondition(listen(descriptor, 4) == 0) }
         return descriptor
