@@ -421,8 +421,8 @@ imgd's cache on {env['FS']}. {env['URLS']} cached images (real PNGs warmed throu
 `"fetch": false` for a random one of them. Redis holds as many keys, values of {env['REPLY_BYTES']} bytes (an imgd reply's
 size). Medians of {env['RUNS']} interleaved runs (imgd, Redis, imgd, Redis …) of about {env['SECONDS_PER_RUN']} s each.
 The machine was shared with other work: 1-minute load average {env['LOAD_BEFORE']} before the runs, {env['LOAD_AFTER']} after.
-imgd's client is `imgd-lookup-bench` (a thread and a blocking socket per connection); Redis's is `redis-benchmark`
-(one thread, an event loop). Latency is per request, send to reply, in ms (redis-benchmark prints no p99.9).
+imgd's client is `imgd-lookup-bench`, Redis's is `redis-benchmark`: each drives all its connections from one thread
+(a `poll` loop; an event loop). Latency is per request, send to reply, in ms (redis-benchmark prints no p99.9).
 Every imgd reply was checked to be a hit: {memory_hits:,} from the memory tier, {disk_hits:,} from disk; Redis
 counted {int(env['REDIS_HITS'] or 0):,} hits and {env['REDIS_MISSES'] or '?'} misses.
 The imgd client used {client_cpu_text} CPU seconds per second (median over runs) of the machine's {env['CORES']}.

@@ -18,8 +18,12 @@ struct BenchOptions {
 
     var socket = ""
     var urlFile = ""
-    /// Connections, one thread each. 1 by default.
+    /// Connections. 1 by default.
     var clients = 1
+    /// Threads driving the connections, each with an epoll loop over its share of them. 1 by
+    /// default, like redis-benchmark, so the client's own context switches do not take the
+    /// machine from the server.
+    var threads = 1
     /// Requests in flight per connection: 1 (send, wait for the reply, send the next) by default;
     /// at most 64, the daemon's limit of requests waiting per connection.
     var depth = 1
@@ -35,9 +39,10 @@ struct BenchOptions {
     static let usage = """
         usage: imgd-lookup-bench --socket PATH --urls FILE [--clients N] [--pipeline P]
                                  [--seconds S | --requests N] [--warmup S] [--order random|round-robin]
-                                 [--server-pid PID]
+                                 [--threads T] [--server-pid PID]
         Sends `get` requests with "fetch": false for the URLs in FILE (one a line, all cached) to a
-        running imgd, from N connections (one thread each) keeping P requests in flight each, and
+        running imgd, from N connections (driven by T threads, 1 by default, each an epoll loop)
+        keeping P requests in flight each, and
         prints one JSON line: requests/s and latency percentiles. Exit status 1 when any reply was
         not a hit (the run is not valid), 2 on bad usage, 3 when the socket cannot be reached.
         """
@@ -58,6 +63,7 @@ struct BenchOptions {
             case "--socket": socket = try value(argument)
             case "--urls": urlFile = try value(argument)
             case "--clients": clients = try number(argument, atLeast: 1)
+            case "--threads": threads = try number(argument, atLeast: 1)
             case "--pipeline": depth = try number(argument, atLeast: 1)
             case "--seconds": length = .seconds(try number(argument, atLeast: 0.1))
             case "--requests": length = .requests(try number(argument, atLeast: 1))

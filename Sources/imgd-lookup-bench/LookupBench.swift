@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// `imgd-lookup-bench`: lookups over a running imgd's control socket. N connections, one
-/// thread each, send `{"id":…,"cmd":"get","fetch":false,"url":…}` for URLs that are cached,
+/// `imgd-lookup-bench`: lookups over a running imgd's control socket. N connections, driven by
+/// one epoll thread (or `--threads T`), send `{"id":…,"cmd":"get","fetch":false,"url":…}` for URLs that are cached,
 /// one at a time or P in flight, for a fixed time (or number of requests) after a warm-up; every
 /// reply must be a hit from memory or disk. Prints one JSON line:
 ///
@@ -46,7 +46,11 @@ struct LookupBench {
                 path: options.socket, index: index, clients: options.clients, table: table, control: control,
                 depth: options.depth, quota: quotas[index], order: options.order))
         }
-        for client in clients { client.start() }
+        let threads = min(options.threads, options.clients)
+        let loops = (0..<threads).map { thread in
+            ClientLoop(clients: clients.indices.filter { $0 % threads == thread }.map { clients[$0] })
+        }
+        for loop in loops { loop.start() }
 
         sleep(seconds: options.warmUp)
         let clientCPUBefore = ProcessCPU.ownSeconds()
@@ -64,9 +68,9 @@ struct LookupBench {
             control.enter(.stopping)
             clientCPUAfter = ProcessCPU.ownSeconds()
             serverCPUAfter = options.serverPID.flatMap(ProcessCPU.seconds(ofProcess:))
-            for client in clients { client.join() }
+            for loop in loops { loop.join() }
         case .requests:
-            for client in clients { client.join() }
+            for loop in loops { loop.join() }
             // Until the last client counted its share (the drain of replies still owed is not timed).
             end = clients.map(\.tally.finishedAt).max() ?? start
             clientCPUAfter = ProcessCPU.ownSeconds()

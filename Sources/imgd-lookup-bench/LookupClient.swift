@@ -2,19 +2,18 @@
 import Glibc
 #endif
 
-/// One connection to the control socket and the thread that drives it: it keeps `depth`
-/// `get` requests in flight (1: send, wait for the reply, send the next), checks every reply
-/// by its bytes, and times each request from the write that sent it to the read that returned
-/// its reply.
+/// One connection to the control socket, driven by a ``ClientLoop``: it keeps `depth` `get`
+/// requests in flight (1: send, wait for the reply, send the next), checks every reply by its
+/// bytes, and times each request from the write that sent it to the read that returned its reply.
 ///
 /// Cheap on purpose, so the client is not what limits the rate: the send and receive buffers
 /// are allocated once; a request is a copy of its prebuilt bytes behind a formatted id; a reply
 /// is found with `memchr` and checked by comparing bytes, never decoded as JSON; every reply
 /// that one `read` returns is answered with one `send` of as many new requests.
 ///
-/// `@unchecked Sendable`: the main thread uses a client only before ``start()`` and after
-/// ``join()``; in between, only the client's own thread does (pthread_create and pthread_join
-/// order those accesses).
+/// `@unchecked Sendable`: the main thread uses a client only before its loop starts and after
+/// the loop's thread has been joined; in between, only that thread does (pthread_create and
+/// pthread_join order those accesses).
 final class LookupClient: @unchecked Sendable {
     /// What a run of one client counted.
     struct Tally {
@@ -34,10 +33,9 @@ final class LookupClient: @unchecked Sendable {
 
     /// Replies over this size are a failure of the run (a hit's reply is about 300 bytes).
     static let receiveCapacity = 64 * 1024
-    /// A read that waits longer than this for a reply means the daemon stopped answering.
-    static let replyTimeoutSeconds = 10
 
-    private let socket: Int32
+    /// The non-blocking socket, for the loop's epoll set.
+    let socket: Int32
     private let table: RequestTable
     private let control: RunControl
     private let depth: Int
@@ -53,10 +51,16 @@ final class LookupClient: @unchecked Sendable {
     /// When each request in flight was sent, by id modulo `depth`.
     private let sentAt: UnsafeMutablePointer<UInt64>
 
-    private var thread = pthread_t()
+    private var nextID = 0  // id of the next request to send
+    private var answeredID = 0  // id of the next reply owed
+    private var filled = 0  // bytes in receiveBuffer
+    private var measuring = false
+    private var sending = true
+    /// Every reply owed has arrived after sending stopped, or the connection failed.
+    private(set) var isFinished = false
     private(set) var tally = Tally()
 
-    /// Connects to the socket at `path`; the thread starts with ``start()``.
+    /// Connects to the socket at `path`; requests start with ``begin()``.
     init(
         path: String, index: Int, clients: Int, table: RequestTable, control: RunControl, depth: Int,
         quota: Int?, order: BenchOptions.Order
@@ -87,86 +91,79 @@ final class LookupClient: @unchecked Sendable {
         sentAt.deallocate()
     }
 
-    func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let status = pthread_create(&thread, nil, { context in
-            let client = Unmanaged<LookupClient>.fromOpaque(context!).takeRetainedValue()
-            client.run()
-            return nil
-        }, context)
-        precondition(status == 0, "pthread_create: \(String(cString: strerror(status)))")
-    }
+    // MARK: - Driven by the loop
 
-    func join() {
-        pthread_join(thread, nil)
-    }
-
-    // MARK: - The thread
-
-    private func run() {
-        var nextID = 0  // id of the next request to send
-        var answeredID = 0  // id of the next reply owed
-        var filled = 0  // bytes in receiveBuffer
-        var measuring = false
-        var sending = true
-        var queued = 0  // bytes waiting in sendBuffer
-
+    /// Sends the first `depth` requests.
+    func begin() {
+        var queued = 0
         for _ in 0..<depth {
             queued += writeRequest(id: nextID, at: sendBuffer + queued)
             nextID += 1
         }
-        guard flush(queued, ids: 0..<nextID) else { return }
+        flush(queued, ids: 0..<nextID)
+    }
 
-        while answeredID < nextID {
-            let count = recv(socket, receiveBuffer + filled, Self.receiveCapacity - filled, 0)
-            guard count > 0 else {
-                fail(count == 0 ? "the daemon closed the connection" : "recv: \(String(cString: strerror(errno)))")
-                return
-            }
-            let arrived = monotonicNanoseconds()
-            filled += count
-            if sending {
-                switch control.current {
-                case .warmingUp: measuring = false
-                case .measuring: measuring = true
-                case .stopping: measuring = false; sending = false
-                }
-            }
-
-            queued = 0
-            let firstNewID = nextID
-            var lineStart = 0
-            while let newline = memchr(receiveBuffer + lineStart, Int32(UInt8(ascii: "\n")), filled - lineStart) {
-                let lineEnd = receiveBuffer.distance(to: newline.assumingMemoryBound(to: UInt8.self))
-                check(UnsafeBufferPointer(start: receiveBuffer + lineStart, count: lineEnd - lineStart), id: answeredID)
-                if measuring {
-                    tally.latencies.record(arrived &- sentAt[answeredID % depth])
-                    tally.measured += 1
-                    if let quota, tally.measured >= quota {
-                        tally.finishedAt = arrived
-                        measuring = false
-                        sending = false
-                    }
-                }
-                answeredID += 1
-                lineStart = lineEnd + 1
-                if sending {
-                    queued += writeRequest(id: nextID, at: sendBuffer + queued)
-                    nextID += 1
-                }
-            }
-            // Keep the part of a reply not yet complete at the start of the buffer.
-            if lineStart > 0 {
-                filled -= lineStart
-                if filled > 0 { memmove(receiveBuffer, receiveBuffer + lineStart, filled) }
-            } else if filled == Self.receiveCapacity {
-                fail("a reply line over \(Self.receiveCapacity) bytes")
-                return
-            }
-            if queued > 0 {
-                guard flush(queued, ids: firstNewID..<nextID) else { return }
+    /// The socket is readable: takes what arrived, checks and counts the complete replies, and
+    /// sends one new request for each while the run goes on.
+    func readable() {
+        guard !isFinished else { return }
+        let count = recv(socket, receiveBuffer + filled, Self.receiveCapacity - filled, 0)
+        if count < 0, errno == EAGAIN || errno == EINTR { return }
+        guard count > 0 else {
+            fail(count == 0 ? "the daemon closed the connection" : "recv: \(String(cString: strerror(errno)))")
+            isFinished = true
+            return
+        }
+        let arrived = monotonicNanoseconds()
+        filled += count
+        if sending {
+            switch control.current {
+            case .warmingUp: measuring = false
+            case .measuring: measuring = true
+            case .stopping: measuring = false; sending = false
             }
         }
+
+        var queued = 0
+        let firstNewID = nextID
+        var lineStart = 0
+        while let newline = memchr(receiveBuffer + lineStart, Int32(UInt8(ascii: "\n")), filled - lineStart) {
+            let lineEnd = receiveBuffer.distance(to: newline.assumingMemoryBound(to: UInt8.self))
+            check(UnsafeBufferPointer(start: receiveBuffer + lineStart, count: lineEnd - lineStart), id: answeredID)
+            if measuring {
+                tally.latencies.record(arrived &- sentAt[answeredID % depth])
+                tally.measured += 1
+                if let quota, tally.measured >= quota {
+                    tally.finishedAt = arrived
+                    measuring = false
+                    sending = false
+                }
+            }
+            answeredID += 1
+            lineStart = lineEnd + 1
+            if sending {
+                queued += writeRequest(id: nextID, at: sendBuffer + queued)
+                nextID += 1
+            }
+        }
+        // Keep the part of a reply not yet complete at the start of the buffer.
+        if lineStart > 0 {
+            filled -= lineStart
+            if filled > 0 { memmove(receiveBuffer, receiveBuffer + lineStart, filled) }
+        } else if filled == Self.receiveCapacity {
+            fail("a reply line over \(Self.receiveCapacity) bytes")
+            isFinished = true
+            return
+        }
+        if queued > 0 { flush(queued, ids: firstNewID..<nextID) }
+        if answeredID == nextID && !sending { isFinished = true }
+    }
+
+    /// The loop saw nothing from any connection for its reply timeout.
+    func timedOut(after seconds: Int) {
+        guard !isFinished else { return }
+        fail("no reply for \(seconds) s: the daemon stopped answering")
+        isFinished = true
     }
 
     /// Writes `{"id":ID` and the next URL's tail at `target`; returns the bytes written.
@@ -213,8 +210,10 @@ final class LookupClient: @unchecked Sendable {
         }
     }
 
-    /// Sends the `count` queued bytes and stamps the requests `ids` as sent now.
-    private func flush(_ count: Int, ids: Range<Int>) -> Bool {
+    /// Sends the `count` queued bytes and stamps the requests `ids` as sent now. The requests
+    /// in flight are far smaller than a socket buffer, so a full one (the daemon not reading)
+    /// is waited out right here rather than through the loop.
+    private func flush(_ count: Int, ids: Range<Int>) {
         let now = monotonicNanoseconds()
         for id in ids { sentAt[id % depth] = now }
         var sent = 0
@@ -222,13 +221,20 @@ final class LookupClient: @unchecked Sendable {
             // MSG_NOSIGNAL: a daemon that closed the connection is a counted error, not SIGPIPE.
             let written = send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL))
             if written < 0, errno == EINTR { continue }
+            if written < 0, errno == EAGAIN {
+                var writable = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+                if poll(&writable, 1, Int32(ClientLoop.replyTimeoutSeconds * 1000)) > 0 { continue }
+                fail("send: the daemon has not read a request for \(ClientLoop.replyTimeoutSeconds) s")
+                isFinished = true
+                return
+            }
             guard written > 0 else {
                 fail("send: \(String(cString: strerror(errno)))")
-                return false
+                isFinished = true
+                return
             }
             sent += written
         }
-        return true
     }
 
     // MARK: - Checking a reply
@@ -291,7 +297,7 @@ final class LookupClient: @unchecked Sendable {
 
     // MARK: - Connecting
 
-    /// A blocking AF_UNIX stream socket connected to `path`, with a receive timeout; -1 and errno on failure.
+    /// A non-blocking AF_UNIX stream socket connected to `path`; -1 and errno on failure.
     private static func connect(to path: String) -> Int32 {
         let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
@@ -315,8 +321,7 @@ final class LookupClient: @unchecked Sendable {
             errno = saved
             return -1
         }
-        var timeout = timeval(tv_sec: replyTimeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         return descriptor
     }
 }

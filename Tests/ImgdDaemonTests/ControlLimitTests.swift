@@ -181,6 +181,26 @@ struct ControlLimitTests {
         await fixture.stop()
     }
 
+    @Test("a connection that keeps asking outlives the idle timeout; once quiet for it, it is closed")
+    func idleTimeoutCountsFromTheLastReply() async throws {
+        let folder = try ControlTestFolder()
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(2)))
+        let (client, started) = try await connectBeforeIdle(fixture, #"{"cmd":"ping"}"#)
+        // Requests 250 ms apart for over twice the timeout: the timer set at the first one fires
+        // while the connection is in use, and must look again rather than close it.
+        var lastSent = ContinuousClock.now
+        while ContinuousClock.now - started < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(250))
+            lastSent = ContinuousClock.now
+            #expect(try await client.request(#"{"cmd":"ping"}"#)["ok"] == true)
+        }
+        #expect(!client.inbox.isClosed)
+        #expect(await client.waitUntilClosed(timeout: .seconds(30)))
+        // Quiet from the last reply, which the server wrote after the last request was sent.
+        #expect(ContinuousClock.now - lastSent >= .seconds(2))
+        await fixture.stop()
+    }
+
     /// Connects and sends `request`, returning the connection and when the request was sent.
     /// The idle timer runs from the accept, so on a machine too loaded to send the request within
     /// the timeout the server rightly closes the connection first: then this tries again.

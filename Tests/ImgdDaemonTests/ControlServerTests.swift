@@ -75,7 +75,7 @@ struct ControlServerTests {
         await fixture.stop()
     }
 
-    @Test("requests fed one byte at a time, and many in one write, are framed the same")
+    @Test("requests fed one byte at a time, and many in one write, are framed the same; replies of one read share a write")
     func dripFeeding() async throws {
         let folder = try ControlTestFolder()
         let fixture = try await ControlTestServer.start(at: folder.socketPath)
@@ -89,6 +89,15 @@ struct ControlServerTests {
         for index in 0..<64 {
             #expect(try await client.nextValue() == ["id": JSONValue(index), "ok": true, "result": ["pong": true]])
         }
+        // Requests answered at once: the replies to the lines of one read go out together, not in
+        // a write each (the 1.5 KB normally arrive in one read; a few reads at most).
+        let writesBefore = fixture.server.metrics.writes
+        try await client.sendRaw(ByteBuffer(string: (0..<64).map { "{\"id\":\($0),\"cmd\":\"quick\"}\n" }.joined()))
+        for index in 0..<64 {
+            #expect(try await client.nextValue() == ["id": JSONValue(index), "ok": true, "result": ["at_once": true]])
+        }
+        let writes = fixture.server.metrics.writes - writesBefore
+        #expect(writes <= 8, "\(writes) writes for 64 replies")
         await client.close()
         await fixture.stop()
     }

@@ -9,17 +9,27 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The 32 digest bytes, as four big-endian words (a fixed-size value: no heap allocation).
     private let words: (UInt64, UInt64, UInt64, UInt64)
 
-    /// The digest of `bytes`.
+    /// The digest of `bytes`, in one call (no context of ours to set up: a cache key is the
+    /// digest of a URL, computed for every lookup).
     public init(of bytes: UnsafeRawBufferPointer) {
-        var hasher = SHA256Hasher()
-        hasher.update(bytes)
-        self = hasher.finish()
+        self = withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { output in
+            var length: UInt32 = 32
+            let done = EVP_Digest(
+                bytes.baseAddress ?? UnsafeRawPointer(output.baseAddress!), bytes.count, output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                &length, SHA256Algorithm.shared.md, nil)
+            precondition(done == 1 && length == 32, "OpenSSL could not compute a SHA-256 digest")
+            return SHA256Digest(rawBytes: UnsafeRawBufferPointer(output))
+        }
     }
 
-    /// The digest of `bytes`.
+    /// The digest of `bytes` (copied first only when they are not already contiguous).
     public init<Bytes: Sequence<UInt8>>(of bytes: Bytes) {
-        let array = Array(bytes)
-        self = array.withUnsafeBytes { SHA256Digest(of: $0) }
+        if let digest = bytes.withContiguousStorageIfAvailable({ SHA256Digest(of: UnsafeRawBufferPointer($0)) }) {
+            self = digest
+        } else {
+            let array = Array(bytes)
+            self = array.withUnsafeBytes { SHA256Digest(of: $0) }
+        }
     }
 
     /// The digest of the first `count` bytes of an open file, read with `pread` (the file
@@ -66,14 +76,17 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// The digest as 64 lower-case hexadecimal characters.
     public var hex: String {
-        var out = [UInt8](repeating: 0, count: 64)
-        let digits = Array("0123456789abcdef".utf8)
-        for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
-            for nibble in 0..<16 {
-                out[wordIndex * 16 + nibble] = digits[Int((word >> UInt64(60 - nibble * 4)) & 0xF)]
+        String(unsafeUninitializedCapacity: 64) { out in
+            let digits: StaticString = "0123456789abcdef"
+            let words = [self.words.0, self.words.1, self.words.2, self.words.3]
+            for wordIndex in 0..<4 {
+                let word = words[wordIndex]
+                for nibble in 0..<16 {
+                    out[wordIndex * 16 + nibble] = digits.utf8Start[Int((word >> UInt64(60 - nibble * 4)) & 0xF)]
+                }
             }
+            return 64
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The first two bytes, as a number 0…65535.
@@ -100,7 +113,7 @@ public struct SHA256Hasher: ~Copyable {
     private let context: OpaquePointer
 
     public init() {
-        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, SHA256Algorithm.shared.md, nil) == 1 else {
             // Only an out-of-memory OpenSSL fails here; there is nothing sensible to carry on with.
             fatalError("OpenSSL could not initialise a SHA-256 context")
         }
@@ -117,10 +130,27 @@ public struct SHA256Hasher: ~Copyable {
 
     /// The digest of everything added so far; the hasher starts over empty afterwards.
     public mutating func finish() -> SHA256Digest {
-        var output = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 32
-        output.withUnsafeMutableBufferPointer { _ = EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
-        return output.withUnsafeBytes { SHA256Digest(rawBytes: $0) }
+        let digest = withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { output in
+            var length: UInt32 = 32
+            _ = EVP_DigestFinal_ex(context, output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length)
+            return SHA256Digest(rawBytes: UnsafeRawBufferPointer(output))
+        }
+        EVP_DigestInit_ex(context, SHA256Algorithm.shared.md, nil)
+        return digest
     }
+}
+
+/// OpenSSL's SHA-256 implementation, looked up once. `EVP_sha256()` hands OpenSSL 3 a legacy
+/// descriptor that it resolves again (a locked lookup by name) at every digest it starts; for
+/// the short inputs of cache keys that lookup cost more than the hashing.
+struct SHA256Algorithm: @unchecked Sendable {
+    /// Immutable once fetched and reference-counted by OpenSSL: any thread may use it.
+    let md: OpaquePointer
+
+    static let shared: SHA256Algorithm = {
+        guard let md = EVP_MD_fetch(nil, "SHA2-256", nil) else {
+            fatalError("OpenSSL has no SHA2-256 implementation (is its default provider missing?)")
+        }
+        return SHA256Algorithm(md: md)
+    }()
 }

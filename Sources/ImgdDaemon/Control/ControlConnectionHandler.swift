@@ -7,6 +7,11 @@ import NIOCore
 ///
 /// Everything here runs on the channel's event loop, which owns all of this state; the command
 /// handler runs in a task whose result comes back to the loop through a promise.
+///
+/// Replies are batched: those written while the loop handles one read (a client that pipelines
+/// sends many lines in one) or one completed command (and the waiting requests answered after
+/// it) are collected and go to the kernel in one write, so a pipelining client costs one system
+/// call per batch rather than one per reply. Events go out at once, after any collected replies.
 final class ControlConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ControlFrame
     typealias OutboundOut = ByteBuffer
@@ -47,8 +52,19 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     var readsEnded = false
     /// Close as soon as the queued output is flushed.
     var closeWhenFlushed = false
-    /// Written to the channel, not yet taken by the kernel.
+    /// Written to the channel or collected in `outbox`, not yet taken by the kernel.
     var queuedOutputBytes = 0
+    /// Replies collected while `collectingOutput`, sent as one write when the batch ends.
+    var outbox: ByteBuffer?
+    var collectingOutput = false
+    /// The largest queued output and event counts this connection reported to the metrics; the
+    /// shared metrics are only touched when a new high-water mark is reached.
+    var reportedQueuedOutputBytes = 0
+    var reportedQueuedEvents = 0
+    /// When the connection last became quiet (or was accepted): the idle timeout runs from here.
+    /// One timer at a time; when it fires early (the connection was busy meanwhile) it re-arms
+    /// itself for the rest, so a request costs no timer of its own.
+    var quietSince = NIODeadline.now()
     var idleTimer: Scheduled<Void>?
     var lingerTimer: Scheduled<Void>?
 
@@ -82,6 +98,12 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // The lines of this read have been handled: what they answered at once goes out now.
+        endOutputBatch()
+        context.fireChannelReadComplete()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         tearDown()
         context.fireChannelInactive()
@@ -98,6 +120,7 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         } else if let event = event as? ChannelEvent, event == .inputClosed {
             // The client will send nothing more: answer what it sent, then close.
             readsEnded = true
+            endOutputBatch()
             if !isRunning && pending.isEmpty { closeAfterFlush() }
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -111,8 +134,7 @@ final class ControlConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard state != .closed, !readsEnded else { return }
-        idleTimer?.cancel()
-        idleTimer = nil
+        collectingOutput = true
         switch unwrapInboundIn(data) {
         case .tooLong:
             readsEnded = true
@@ -216,8 +238,11 @@ final class ControlConnectionHandler: ChannelInboundHandler {
             case .success(let answer): result = answer
             case .failure(let error): result = .failure(.other(code: "internal", message: "the command failed: \(error)"))
             }
+            // This reply and those of the pipelined requests answered at once after it: one write.
+            collectingOutput = true
             write(ControlLine.reply(id: request.id, result), isEvent: false)
             drain()
+            endOutputBatch()
         }
     }
 
@@ -227,6 +252,7 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         if state == .draining || readsEnded {
             closeAfterFlush()
         } else {
+            quietSince = .now()
             armIdleTimer()
         }
     }
@@ -249,27 +275,63 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         return queued == 0 || queued + size <= limits.maxQueuedOutputBytes
     }
 
-    /// Writes one line; a client whose queued output would pass the limit is disconnected.
+    /// Writes one line (a reply is collected while a batch is open); a client whose queued
+    /// output would pass the limit is disconnected.
     func write(_ line: ByteBuffer, isEvent: Bool) {
-        guard state != .closed, let context else { return }
+        guard state != .closed, context != nil else { return }
         let size = line.readableBytes
         guard fitsOutputLimit(size) else {
             disconnectSlowReader()
             return
         }
         queuedOutputBytes += size
-        settings.metrics.recordMaximum(\.largestQueuedOutputBytes, queuedOutputBytes + heldReplyBytes)
-        if isEvent {
-            unsentEvents += 1
+        if queuedOutputBytes + heldReplyBytes > reportedQueuedOutputBytes {
+            reportedQueuedOutputBytes = queuedOutputBytes + heldReplyBytes
+            settings.metrics.recordMaximum(\.largestQueuedOutputBytes, reportedQueuedOutputBytes)
+        }
+        guard isEvent else {
+            if collectingOutput {
+                if outbox == nil { outbox = line } else { outbox!.writeImmutableBuffer(line) }
+            } else {
+                send(line, events: 0)
+            }
+            return
+        }
+        unsentEvents += 1
+        if unsentEvents > reportedQueuedEvents {
+            reportedQueuedEvents = unsentEvents
             settings.metrics.recordMaximum(\.largestQueuedEvents, unsentEvents)
         }
+        // An event follows the replies written before it.
+        sendOutbox()
+        send(line, events: 1)
+    }
+
+    /// Closes the batch of collected replies and sends them.
+    func endOutputBatch() {
+        collectingOutput = false
+        sendOutbox()
+    }
+
+    /// Sends the collected replies (already counted in `queuedOutputBytes`) as one write.
+    private func sendOutbox() {
+        guard let batch = outbox else { return }
+        outbox = nil
+        send(batch, events: 0)
+    }
+
+    /// Hands `bytes` (already counted in `queuedOutputBytes`) to the channel and flushes.
+    private func send(_ bytes: ByteBuffer, events: Int) {
+        guard let context else { return }
+        let size = bytes.readableBytes
+        settings.metrics.increment(\.writes)
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in
             queuedOutputBytes -= size
-            if isEvent { unsentEvents -= 1 }
+            unsentEvents -= events
             written()
         }
-        context.writeAndFlush(wrapOutboundOut(line), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: promise)
     }
 
     /// A line reached the kernel (or failed to).
@@ -292,6 +354,7 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     /// Closes once everything written has been flushed, or after the grace period at most.
     func closeAfterFlush() {
         guard state != .closed, !closeWhenFlushed, let context else { return }
+        sendOutbox()
         closeWhenFlushed = true
         idleTimer?.cancel()
         idleTimer = nil
@@ -322,16 +385,24 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         endSubscription()
         pending.removeAll()
         heldReplyBytes = 0
+        outbox = nil
     }
 
     // MARK: Idleness
 
+    /// Makes sure a timer will look at the connection when it has been quiet for the idle
+    /// timeout. A timer already scheduled is kept: it checks again when it fires.
     private func armIdleTimer() {
-        guard state == .open, subscription == nil, !closeWhenFlushed, let context else { return }
-        idleTimer?.cancel()
-        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(limits.idleTimeout)) { [self] in
+        guard state == .open, subscription == nil, !closeWhenFlushed, idleTimer == nil, let context else { return }
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: quietSince + TimeAmount(limits.idleTimeout)) { [self] in
+            idleTimer = nil
+            // Busy now: becoming quiet again arms a new timer.
             guard state == .open, !isRunning, pending.isEmpty, subscription == nil else { return }
-            close()
+            if NIODeadline.now() < quietSince + TimeAmount(limits.idleTimeout) {
+                armIdleTimer()
+            } else {
+                close()
+            }
         }
     }
 }

@@ -12,11 +12,14 @@ enum ControlLine {
         case .failure(let error):
             object = ["id": id, "ok": false, "error": ["code": .string(error.code), "message": .string(error.message)]]
         }
-        var line = ByteBuffer()
+        // Room for a typical reply (a `get` hit is about 300 bytes) without growing it.
+        var line = ControlLine.allocator.buffer(capacity: 512)
         line.writeJSONValue(object)
         line.writeInteger(UInt8(ascii: "\n"))
         return line
     }
+
+    private static let allocator = ByteBufferAllocator()
 
     /// A failure reply.
     static func error(_ error: ControlError, id: JSONValue = .null) -> ByteBuffer {

@@ -19,6 +19,8 @@ struct ControlLineDecoder: ByteToMessageDecoder {
     /// Bytes after the reader index already searched for a newline.
     private var scanned = 0
     private var discarding = false
+    /// The largest buffer reported to the metrics (only a new high-water mark touches them).
+    private var reportedInputBuffer = 0
 
     init(maxLineBytes: Int, metrics: ControlMetrics) {
         self.maxLineBytes = maxLineBytes
@@ -26,7 +28,10 @@ struct ControlLineDecoder: ByteToMessageDecoder {
     }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        metrics.recordMaximum(\.largestInputBuffer, buffer.readableBytes)
+        if buffer.readableBytes > reportedInputBuffer {
+            reportedInputBuffer = buffer.readableBytes
+            metrics.recordMaximum(\.largestInputBuffer, reportedInputBuffer)
+        }
         if discarding {
             buffer.moveReaderIndex(to: buffer.writerIndex)
             return .needMoreData

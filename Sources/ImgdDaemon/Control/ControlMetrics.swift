@@ -18,6 +18,8 @@ final class ControlMetrics: Sendable {
         var linesTooLong = 0
         /// Connections refused with `busy`.
         var busyRefusals = 0
+        /// Writes handed to the channels (one batch of replies, or one event, each).
+        var writes = 0
     }
 
     /// The only state: plain counters, each update a few instructions under the lock.

@@ -22,7 +22,7 @@ extension ByteBuffer {
         case .bool(let flag):
             writeStaticString(flag ? "true" : "false")
         case .int(let number):
-            writeString(String(number))
+            writeDecimal(number)
         case .double(let number):
             // Swift's description is the shortest text that reads back as the same Double, and
             // is valid JSON for every finite value ("1.5", "1e-07", "-0.0"). JSON has no NaN.
@@ -50,10 +50,34 @@ extension ByteBuffer {
         return writerIndex - start
     }
 
+    /// Appends `number` in decimal, without making a `String` of it first.
+    mutating func writeDecimal(_ number: Int64) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            // The magnitude as UInt64: |Int64.min| does not fit in Int64.
+            var rest = number.magnitude
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            if number < 0 { writeInteger(UInt8(ascii: "-")) }
+            writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: digits[start...])))
+        }
+    }
+
     /// Appends `text` as a JSON string literal.
     mutating func writeJSONString(_ text: String) {
         writeInteger(UInt8(ascii: "\""))
-        if !text.utf8.contains(where: Self.needsEscape) {
+        // Most strings (paths, URLs, hex digests) need no escape: one scan, one copy.
+        let plain = text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+            for byte in utf8 where Self.needsEscape(byte) { return false }
+            writeBytes(UnsafeRawBufferPointer(utf8))
+            return true
+        }
+        if plain == true {
+            // Written above.
+        } else if plain == nil && !text.utf8.contains(where: Self.needsEscape) {
             writeString(text)
         } else {
             for byte in text.utf8 {
@@ -80,6 +104,7 @@ extension ByteBuffer {
         writeInteger(UInt8(ascii: "\""))
     }
 
+    @inline(__always)
     private static func needsEscape(_ byte: UInt8) -> Bool {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
