@@ -100,6 +100,9 @@ final class DaemonServices: Sendable {
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
+        if disk.directory.movedFromTwoLevelLayout > 0 {
+            log("moved \(disk.directory.movedFromTwoLevelLayout) cache files from the two-level folder layout of earlier versions to the one-level layout", level: .notice)
+        }
         if !disk.index.previousShutdownWasClean {
             log("the last run did not stop cleanly: entries are checked before first use", level: .warning)
         }

@@ -5,13 +5,16 @@ import Synchronization
 import Glibc
 #endif
 
-/// The cache folder on disk: `<root>/<2 hex>/<2 hex>/<64 hex>` files named by ``CacheKey``, and
+/// The cache folder on disk: `<root>/<2 hex>/<64 hex>` files named by ``CacheKey``, and
 /// `<root>/tmp/` for bodies still arriving.
 ///
 /// A file appears under its final name only by `rename(2)` of a complete, validated temp file,
 /// so a crash at any moment leaves no partial file under a final name; leftovers in `tmp/` are
 /// removed when the folder is opened. Paths are resolved relative to descriptors opened once
-/// (`openat`/`renameat`), and each fan-out folder is created once, on first use.
+/// (`openat`/`renameat`), and the 256 fan-out folders are created when the folder is opened,
+/// so publishing a file is a rename and nothing else. A cache written by an earlier imgd in
+/// the two-level layout (`ab/cd/<64 hex>`) is moved to this one when opened
+/// (``movedFromTwoLevelLayout``).
 public final class CacheDirectory: Sendable {
     /// The cache folder, as given.
     public let root: String
@@ -25,15 +28,16 @@ public final class CacheDirectory: Sendable {
     /// Makes temp names unique within this process; the pid makes them unique across processes.
     private let tempCounter = Atomic<UInt64>(0)
     private let processID = getpid()
-    /// Second-level fan-out folders (`ab/cd`, as the 16-bit number 0xabcd) known to exist, one
-    /// bit each, so each is created at most once per process instead of probed per file.
-    private let knownFolders = Mutex<[UInt64]>(Array(repeating: 0, count: 65536 / 64))
+    /// Files moved from the two-level layout of earlier versions when the folder was opened.
+    public let movedFromTwoLevelLayout: Int
 
-    /// Opens (creating if needed) the cache folder at `root` and empties its temp folder.
+    /// Opens (creating if needed) the cache folder at `root`, moves a two-level layout to the
+    /// one-level one, and empties its temp folder.
     public init(root: String) throws(StoreError) {
         self.root = root
         let opened = try Self.openFolders(root)
         descriptors = Mutex(opened)
+        movedFromTwoLevelLayout = Self.adoptOneLevelLayout(root: root, descriptor: opened.root)
         removeTempLeftovers()
     }
 
@@ -59,7 +63,7 @@ public final class CacheDirectory: Sendable {
             close(rootDescriptor)
             throw .cannotOpenFolder(path: root + "/tmp", errno: code)
         }
-        // The 256 first-level folders, once: every later publish needs at most one mkdir.
+        // The 256 fan-out folders, once: a publish is then a rename, never a mkdir.
         for first in 0..<256 {
             let name = hexByte(first)
             if mkdirat(rootDescriptor, name, 0o755) != 0, errno != EEXIST {
@@ -104,9 +108,6 @@ public final class CacheDirectory: Sendable {
             descriptors.root = opened.root
             descriptors.temp = opened.temp
         }
-        knownFolders.withLock { words in
-            for index in words.indices { words[index] = 0 }
-        }
     }
 
     /// The absolute path an entry has (or would have).
@@ -136,37 +137,19 @@ public final class CacheDirectory: Sendable {
     @discardableResult
     public func publish(_ file: TempFile, as key: CacheKey) throws(StoreError) -> String {
         let relativePath = key.relativePath
-        try ensureFanOutFolder(for: key, force: false)
         let rootDescriptor = rootDescriptor
         var result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         if result != 0, errno == ENOENT {
-            // The folder was removed under us (an operator cleaning up): make it again, once.
-            try ensureFanOutFolder(for: key, force: true)
+            // The fan-out folder was removed under us (an operator cleaning up): make it again, once.
+            let folder = Self.hexByte(key.fanOutBucket)
+            guard mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST else {
+                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+            }
             result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         }
         guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
         file.markPublished()
         return path(for: key)
-    }
-
-    private func ensureFanOutFolder(for key: CacheKey, force: Bool) throws(StoreError) {
-        let bucket = key.fanOutBucket
-        let (word, bit) = (bucket / 64, UInt64(1) << UInt64(bucket % 64))
-        if !force, knownFolders.withLock({ $0[word] & bit != 0 }) { return }
-        let rootDescriptor = rootDescriptor
-        let first = Self.hexByte(bucket >> 8)
-        let folder = first + "/" + Self.hexByte(bucket & 0xFF)
-        if mkdirat(rootDescriptor, folder, 0o755) != 0 {
-            if errno == ENOENT {
-                // Even the first level is gone: recreate it too.
-                guard mkdirat(rootDescriptor, first, 0o755) == 0 || errno == EEXIST,
-                    mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST
-                else { throw .cannotOpenFolder(path: root + "/" + folder, errno: errno) }
-            } else if errno != EEXIST {
-                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
-            }
-        }
-        knownFolders.withLock { $0[word] |= bit }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

@@ -73,7 +73,7 @@ extension DiskCache {
     /// Deletes every file under the fan-out folders whose key is not in `known`; returns how many.
     private func removeFiles(notIn known: Set<CacheKey>) -> Int {
         var removed = 0
-        for bucket in 0..<65536 {
+        for bucket in 0..<256 {
             let folder = directory.root + "/" + Self.bucketPath(bucket)
             for name in CacheDirectory.fileNames(in: folder) {
                 if let key = Self.key(named: name), known.contains(key) { continue }

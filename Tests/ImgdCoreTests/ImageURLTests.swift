@@ -23,12 +23,13 @@ struct ImageURLTests {
         #expect(try ImageURL("http://a.example/img.png?v=1").cacheKey != ImageURL("http://a.example/img.png?v=2").cacheKey)
     }
 
-    @Test("the key is the SHA-256 of the normalised URL, laid out in two fan-out levels")
+    @Test("the key is the SHA-256 of the normalised URL, laid out in a fan-out folder named by its first byte")
     func keyLayout() throws {
         let key = try ImageURL("http://example.com/").cacheKey
         // sha256("http://example.com/"), computed independently with sha256sum.
         #expect(key.hex == "2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067")
-        #expect(key.relativePath == "2a/1b/2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067")
+        #expect(key.relativePath == "2a/2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067")
+        #expect(key.fanOutBucket == 0x2a)
     }
 
     @Test("host key includes the port, explicit or default")

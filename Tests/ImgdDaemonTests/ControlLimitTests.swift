@@ -184,20 +184,22 @@ struct ControlLimitTests {
     @Test("a connection that keeps asking outlives the idle timeout; once quiet for it, it is closed")
     func idleTimeoutCountsFromTheLastReply() async throws {
         let folder = try ControlTestFolder()
-        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(2)))
+        // A timeout far longer than the gaps between requests, so a loaded machine (the whole
+        // suite runs at once) cannot stretch a gap past it.
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(6)))
         let (client, started) = try await connectBeforeIdle(fixture, #"{"cmd":"ping"}"#)
-        // Requests 250 ms apart for over twice the timeout: the timer set at the first one fires
+        // Requests 200 ms apart for over twice the timeout: the timer set at the first one fires
         // while the connection is in use, and must look again rather than close it.
         var lastSent = ContinuousClock.now
-        while ContinuousClock.now - started < .seconds(5) {
-            try await Task.sleep(for: .milliseconds(250))
+        while ContinuousClock.now - started < .seconds(13) {
+            try await Task.sleep(for: .milliseconds(200))
             lastSent = ContinuousClock.now
             #expect(try await client.request(#"{"cmd":"ping"}"#)["ok"] == true)
         }
         #expect(!client.inbox.isClosed)
         #expect(await client.waitUntilClosed(timeout: .seconds(30)))
         // Quiet from the last reply, which the server wrote after the last request was sent.
-        #expect(ContinuousClock.now - lastSent >= .seconds(2))
+        #expect(ContinuousClock.now - lastSent >= .seconds(6))
         await fixture.stop()
     }
 

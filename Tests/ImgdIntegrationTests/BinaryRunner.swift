@@ -48,7 +48,9 @@ struct ScratchFolder {
         var found: [String] = []
         while let item = enumerator?.nextObject() as? String {
             var isFolder: ObjCBool = false
-            if !item.hasPrefix("tmp"), !item.hasPrefix("index.sqlite"), item != "lock", FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isFolder), !isFolder.boolValue {
+            // Image files are in the fan-out folders; the root's own files (index, lock, layout
+            // marker) and tmp/ are not images.
+            if item.contains("/"), !item.hasPrefix("tmp/"), FileManager.default.fileExists(atPath: root + "/" + item, isDirectory: &isFolder), !isFolder.boolValue {
                 found.append(item)
             }
         }

@@ -127,7 +127,9 @@ struct DaemonServiceTests {
             activate,
             ["-l", path, BinaryRunner.imgdPath, "--state", "state", "--cache", "cache", "--spool", "spool"],
             in: scratch.path)
-        let listening = await eventually(timeout: .seconds(10)) { Self.inode(path) != nil || !daemon.isRunning }
+        // Its "Listening on" line comes after listen(2); the socket file exists from bind(2), a
+        // moment earlier, when a connect is still refused.
+        let listening = await eventually(timeout: .seconds(10)) { daemon.log.contains("Listening on") || !daemon.isRunning }
         let before = try #require(Self.inode(path), "systemd-socket-activate made no socket; log:\n\(daemon.log)")
         #expect(listening)
         // An unusual mode marks this very file (a replacement could reuse the inode number).

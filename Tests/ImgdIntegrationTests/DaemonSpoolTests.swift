@@ -52,7 +52,7 @@ struct DaemonSpoolTests {
         for (target, body) in zip(targets, bodies) {
             let url = server.url(target)
             let relative = try ImageURL(url).cacheKey.relativePath
-            // The cache layout: cache/ab/cd/<sha256 of the normalised URL>.
+            // The cache layout: cache/ab/<sha256 of the normalised URL>.
             #expect(try cachedBytes(scratch, url) == body, "\(target)")
             let got = try await daemon.result(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)
             let path = try #require(got["path"] as? String)
@@ -649,7 +649,7 @@ struct DaemonSpoolTests {
 
 // MARK: - Helpers
 
-/// The bytes the cache holds for `url`, found by the layout `cache/ab/cd/<sha256 of the normalised URL>`.
+/// The bytes the cache holds for `url`, found by the layout `cache/ab/<sha256 of the normalised URL>`.
 private func cachedBytes(_ scratch: ScratchFolder, _ url: String) throws -> [UInt8]? {
     let key = try ImageURL(url).cacheKey
     return FileManager.default.contents(atPath: scratch.path + "/imgd-data/cache/" + key.relativePath).map(Array.init)

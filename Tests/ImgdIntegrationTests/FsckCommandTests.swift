@@ -29,8 +29,7 @@ struct FsckCommandTests {
         try Data(bytes).write(to: URL(fileURLWithPath: path(targets[0])))
         try Data(bytes.prefix(10)).write(to: URL(fileURLWithPath: path(targets[1])))
         try FileManager.default.removeItem(atPath: path(targets[2]))
-        let stray = scratch.path + "/c/ab/cd/" + String(repeating: "ab", count: 32)
-        try FileManager.default.createDirectory(atPath: scratch.path + "/c/ab/cd", withIntermediateDirectories: true)
+        let stray = scratch.path + "/c/ab/" + String(repeating: "ab", count: 32)
         try Data("stray".utf8).write(to: URL(fileURLWithPath: stray))
 
         let damaged = try await BinaryRunner.imgd(["fsck", "--cache", "c"], in: scratch.path)

@@ -20,19 +20,58 @@ struct CacheDirectoryTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: reopened.tempFolder).isEmpty)
     }
 
-    @Test("a temp file appears under its final name only when published, creating fan-out folders")
+    @Test("a temp file appears under its final name only when published, in its fan-out folder (made again if removed)")
     func publish() throws {
         let root = scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
+        // The 256 fan-out folders exist from the start, and nothing else.
+        let folders = try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.utf8.count == 2 }
+        #expect(Set(folders) == Set((0..<256).map { CacheDirectory.hexByte($0) }))
         let key = try ImageURL("http://example.com/a.png").cacheKey
         let file = try cache.makeTempFile(for: key)
         try [UInt8]("hello".utf8).withUnsafeBytes { try file.write($0) }
         #expect(cache.existingSize(of: key) == nil)
         let path = try cache.publish(file, as: key)
+        #expect(path == root + "/" + String(key.hex.prefix(2)) + "/" + key.hex)
         #expect(path == root + "/" + key.relativePath)
         #expect(cache.existingSize(of: key) == 5)
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
+
+        // An operator removed the fan-out folder: the next publish into it makes it again.
+        try FileManager.default.removeItem(atPath: root + "/" + String(key.hex.prefix(2)))
+        let again = try cache.makeTempFile(for: key)
+        try [UInt8]("again".utf8).withUnsafeBytes { try again.write($0) }
+        #expect(try cache.publish(again, as: key) == path)
+        #expect(cache.existingSize(of: key) == 5)
+    }
+
+    @Test("a cache in the two-level layout of earlier versions is moved to one level when opened, once")
+    func movesTwoLevelLayout() throws {
+        let root = scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // As an earlier imgd left it: each file at ab/cd/<key>.
+        let keys = try (0..<20).map { try ImageURL("http://example.com/\($0).png").cacheKey }
+        for key in keys {
+            let hex = key.hex
+            let folder = root + "/" + hex.prefix(2) + "/" + hex.dropFirst(2).prefix(2)
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: folder + "/" + hex, contents: Data(hex.utf8)))
+        }
+        let cache = try CacheDirectory(root: root)
+        #expect(cache.movedFromTwoLevelLayout == keys.count)
+        for key in keys {
+            #expect(cache.existingSize(of: key) == 64)
+            #expect(FileManager.default.contents(atPath: cache.path(for: key)) == Data(key.hex.utf8))
+            // The second-level folder is gone.
+            #expect(!FileManager.default.fileExists(atPath: root + "/" + key.hex.prefix(2) + "/" + key.hex.dropFirst(2).prefix(2)))
+        }
+        #expect(FileManager.default.fileExists(atPath: root + "/" + CacheDirectory.layoutMarker))
+
+        // Opened again: nothing to move, nothing lost.
+        let reopened = try CacheDirectory(root: root)
+        #expect(reopened.movedFromTwoLevelLayout == 0)
+        for key in keys { #expect(reopened.existingSize(of: key) == 64) }
     }
 
     @Test("a discarded or forgotten temp file is removed")

@@ -19,17 +19,18 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// 64 lower-case hexadecimal characters.
     public var hex: String { digest.hex }
 
-    /// The entry's path relative to the cache root: `ab/cd/abcd…` (two fan-out levels, so no
-    /// folder grows past 65,536 × entries / 65,536 files).
+    /// The entry's path relative to the cache root: `ab/abcd…`, in one of 256 fan-out folders
+    /// named by the digest's first byte. One level, like nginx's `levels=2`: the folders all
+    /// exist from the start, so no publish ever creates one (two levels meant 65,536 folders,
+    /// most made by a publish of their first file), and ext4's hashed directories keep lookups
+    /// fast with thousands of files in each (a million entries put about 3,900 in each).
     public var relativePath: String {
         let hex = self.hex
-        let first = hex.prefix(2)
-        let second = hex.dropFirst(2).prefix(2)
-        return "\(first)/\(second)/\(hex)"
+        return "\(hex.prefix(2))/\(hex)"
     }
 
-    /// The first two digest bytes (`abcd` of `ab/cd/…`), naming the fan-out folder.
-    public var fanOutBucket: Int { digest.leadingBytes }
+    /// The first digest byte (`ab` of `ab/…`), naming the fan-out folder: 0…255.
+    public var fanOutBucket: Int { digest.leadingBytes >> 8 }
 
     public var description: String { hex }
 }

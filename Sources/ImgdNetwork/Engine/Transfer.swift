@@ -57,6 +57,8 @@ final class Transfer {
     static let maxSniffBytes = 4096
     /// Body bytes held in memory before they are written out.
     static let bufferLimit = 64 * 1024
+    /// The buffer's first size for a body of undeclared length.
+    static let undeclaredStart = 16 * 1024
 
     init(job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy) {
         self.job = job
@@ -135,7 +137,11 @@ final class Transfer {
             abort = .diskFull(needed: needed)
             return 0
         }
-        if buffer.capacity == 0 { buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes)) }
+        if buffer.capacity == 0 {
+            // As much as the body needs when its length is declared (most images are far
+            // smaller than the buffer), else a start that grows by doubling.
+            buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes, declaredLength ?? Self.undeclaredStart))
+        }
         buffer.append(contentsOf: bytes)
         if isSniffing, file == nil {
             let verdict = buffer.withUnsafeBytes { all in

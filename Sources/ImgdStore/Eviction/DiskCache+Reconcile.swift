@@ -4,7 +4,7 @@ import ImgdCore
 import Glibc
 #endif
 
-/// Where a background reconcile has got to: it walks the index in key order, then the 65,536
+/// Where a background reconcile has got to: it walks the index in key order, then the 256
 /// fan-out folders, a slice at a time.
 public struct ReconcileCursor: Sendable, Equatable {
     var afterKey: CacheKey?
@@ -14,7 +14,7 @@ public struct ReconcileCursor: Sendable, Equatable {
     public init() {}
 
     /// True once every row and every folder has been looked at.
-    public var isFinished: Bool { rowsDone && bucket >= 65536 }
+    public var isFinished: Bool { rowsDone && bucket >= 256 }
 }
 
 /// What reconciling removed so far.
@@ -55,9 +55,9 @@ extension DiskCache {
             for key in missing { unlink(directory.path(for: key)) }
             report.rowsWithoutFile += missing.count
         }
-        while cursor.rowsDone, cursor.bucket < 65536, spent < budget {
+        while cursor.rowsDone, cursor.bucket < 256, spent < budget {
             let folder = directory.root + "/" + Self.bucketPath(cursor.bucket)
-            spent += 1  // an empty folder costs a little too: 65,536 of them add up
+            spent += 1  // an empty folder costs a little too
             for name in CacheDirectory.fileNames(in: folder) {
                 spent += 1
                 guard let key = Self.key(named: name) else {
@@ -83,9 +83,9 @@ extension DiskCache {
         return Int(info.st_mtim.tv_sec) * 1000 + Int(info.st_mtim.tv_nsec) / 1_000_000 < time
     }
 
-    /// `ab/cd` for bucket 0xabcd.
+    /// `ab` for bucket 0xab.
     static func bucketPath(_ bucket: Int) -> String {
-        CacheDirectory.hexByte(bucket >> 8) + "/" + CacheDirectory.hexByte(bucket & 0xFF)
+        CacheDirectory.hexByte(bucket)
     }
 
     /// The key a cache file's name spells, or nil if the name is not 64 lower-case hex digits.

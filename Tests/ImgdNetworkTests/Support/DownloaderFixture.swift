@@ -70,7 +70,9 @@ struct DownloaderFixture {
         let enumerator = FileManager.default.enumerator(atPath: cacheRoot)
         var files: [String] = []
         while let path = enumerator?.nextObject() as? String {
-            guard !path.hasPrefix("tmp"), !path.hasPrefix("index.sqlite"), path != "lock" else { continue }
+            // Image files are in the fan-out folders; the root's own files (index, lock, layout
+            // marker) and tmp/ are not images.
+            guard path.contains("/"), !path.hasPrefix("tmp/") else { continue }
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: cacheRoot + "/" + path, isDirectory: &isFolder), !isFolder.boolValue {
                 files.append(path)
