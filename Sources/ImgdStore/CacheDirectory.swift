@@ -116,7 +116,8 @@ public final class CacheDirectory: Sendable {
     /// The size of the cached file for `key`, or nil when there is none.
     public func existingSize(of key: CacheKey) -> Int? {
         var info = stat()
-        guard fstatat(rootDescriptor, key.relativePath, &info, AT_SYMLINK_NOFOLLOW) == 0,
+        let root = rootDescriptor
+        guard key.withRelativePath({ fstatat(root, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0,
             (info.st_mode & S_IFMT) == S_IFREG
         else { return nil }
         return Int(info.st_size)

@@ -30,6 +30,7 @@ struct ImageURLTests {
         #expect(key.hex == "2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067")
         #expect(key.relativePath == "2a/2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067")
         #expect(key.fanOutBucket == 0x2a)
+        #expect(key.withRelativePath { String(cString: $0) } == key.relativePath)
     }
 
     @Test("host key includes the port, explicit or default")

@@ -77,15 +77,18 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The digest as 64 lower-case hexadecimal characters.
     public var hex: String {
         String(unsafeUninitializedCapacity: 64) { out in
-            let digits: StaticString = "0123456789abcdef"
-            let words = [self.words.0, self.words.1, self.words.2, self.words.3]
-            for wordIndex in 0..<4 {
-                let word = words[wordIndex]
-                for nibble in 0..<16 {
-                    out[wordIndex * 16 + nibble] = digits.utf8Start[Int((word >> UInt64(60 - nibble * 4)) & 0xF)]
-                }
-            }
+            writeHex(into: out.baseAddress!)
             return 64
+        }
+    }
+
+    /// Writes the 64 lower-case hexadecimal characters at `out`.
+    public func writeHex(into out: UnsafeMutablePointer<UInt8>) {
+        let digits: StaticString = "0123456789abcdef"
+        for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
+            for nibble in 0..<16 {
+                out[wordIndex * 16 + nibble] = digits.utf8Start[Int((word >> UInt64(60 - nibble * 4)) & 0xF)]
+            }
         }
     }
 

@@ -29,6 +29,20 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return "\(hex.prefix(2))/\(hex)"
     }
 
+    /// Calls `body` with ``relativePath`` as a C string built on the stack: for the `fstatat`
+    /// of every lookup, which should not allocate two strings to name a file.
+    public func withRelativePath<Result>(_ body: (UnsafePointer<CChar>) throws -> Result) rethrows -> Result {
+        // "ab/" + 64 hex digits + NUL.
+        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: 68) { path in
+            digest.writeHex(into: UnsafeMutableRawPointer(path.baseAddress!).advanced(by: 3).assumingMemoryBound(to: UInt8.self))
+            path[0] = path[3]
+            path[1] = path[4]
+            path[2] = CChar(UInt8(ascii: "/"))
+            path[67] = 0
+            return try body(path.baseAddress!)
+        }
+    }
+
     /// The first digest byte (`ab` of `ab/…`), naming the fan-out folder: 0…255.
     public var fanOutBucket: Int { digest.leadingBytes >> 8 }
 

@@ -24,7 +24,11 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
         guard text.utf8.count <= Self.maximumLength else {
             throw .tooLong(length: text.utf8.count, limit: Self.maximumLength)
         }
-        if let bad = text.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
+        // Bytes, not scalars: every space and control character is one byte below 0x80 in
+        // UTF-8, and no byte of a longer sequence is below 0x80 (cheaper on the lookup path).
+        if text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }),
+            let bad = text.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F })
+        {
             throw .malformed(text, reason: "contains a space or control character (U+\(String(bad.value, radix: 16, uppercase: true)))")
         }
         guard let handle = curl_url() else { throw .malformed(text, reason: "libcurl could not allocate a URL handle") }
@@ -38,10 +42,11 @@ public struct ImageURL: Hashable, Sendable, CustomStringConvertible {
             throw .malformed(text, reason: "no scheme")
         }
         guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
-        guard let host = Self.part(handle, CURLUPART_HOST, flags: 0)?.lowercased(), !host.isEmpty else {
+        guard let givenHost = Self.part(handle, CURLUPART_HOST, flags: 0), !givenHost.isEmpty else {
             throw .malformed(text, reason: "no host")
         }
-        guard curl_url_set(handle, CURLUPART_HOST, host, 0) == CURLUE_OK,
+        let host = givenHost.lowercased()
+        guard host == givenHost || curl_url_set(handle, CURLUPART_HOST, host, 0) == CURLUE_OK,
             curl_url_set(handle, CURLUPART_FRAGMENT, nil, 0) == CURLUE_OK,
             let portText = Self.part(handle, CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)),
             let port = Int(portText),
