@@ -9,7 +9,7 @@
 
   verify_run.py cache --manifest M --set small|large --dir OUT --list URLS
       For imgd, whose cache names a file after the sha256 of its URL (not of its
-      content): the files laid out as OUT/<2 hex>/<2 hex>/<64 hex> must be as many
+      content): the files laid out as OUT/<2 hex>/<64 hex> must be as many
       as the list's URLs, add up to the manifest's bytes, and their content sha256
       must equal the manifest's as a multiset. Other files (an index, an empty temp
       folder) are ignored but mentioned. As information only, it also counts how
@@ -29,7 +29,7 @@ import re
 import sys
 
 PREFIX = {"small": "s/", "large": "l/"}
-CACHE_NAME = re.compile(r"^([0-9a-f]{2})/([0-9a-f]{2})/([0-9a-f]{64})$")
+CACHE_NAME = re.compile(r"^([0-9a-f]{2})/([0-9a-f]{64})$")
 
 
 def manifest_rows(path: str, set_name: str):
@@ -114,7 +114,7 @@ def verify_cache(rows, out: str, list_path: str, report_path: str = None) -> Non
     cached, others = [], []
     for rel in all_files(out):
         m = CACHE_NAME.match(rel)
-        if m and m.group(3).startswith(m.group(1) + m.group(2)):
+        if m and m.group(2).startswith(m.group(1)):
             cached.append(rel)
         else:
             others.append(rel)

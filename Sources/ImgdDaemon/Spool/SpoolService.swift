@@ -379,11 +379,13 @@ public final class SpoolService: @unchecked Sendable {
     }
 
     private func answered(list id: Int, url: ImageURL, result: Result<CachedImage, DownloadError>) {
-        guard var run = runs[id], var seqs = run.inFlight[url.normalized], !seqs.isEmpty else { return }
-        let seq = seqs.removeFirst()
-        run.inFlight[url.normalized] = seqs.isEmpty ? nil : seqs
-        run.outstanding -= 1
-        runs[id] = run
+        // In place (`runs[id]!`): a copy of the run, changed and stored back, would copy its
+        // in-flight table (up to `window` URLs) for every answer.
+        guard let seq = runs[id]?.inFlight[url.normalized]?.first else { return }
+        runs[id]!.inFlight[url.normalized]!.removeFirst()
+        if runs[id]!.inFlight[url.normalized]!.isEmpty { runs[id]!.inFlight[url.normalized] = nil }
+        runs[id]!.outstanding -= 1
+        let run = runs[id]!
         switch result {
         case .success(let image):
             outcomes.append((id, seq, image.source == .network ? .cached(bytes: image.bytes) : .alreadyCached(bytes: image.bytes)))

@@ -83,6 +83,9 @@ final class TransferEngine: @unchecked Sendable {
     private var running: [UnsafeMutableRawPointer: Transfer] = [:]
     private var hosts: [String: HostState] = [:]
     private var retries = Heap<RetryEntry>()
+    /// See ``noteStall(now:)``: set when nothing could start, with when a back-off ends.
+    private var isQueueStalled = false
+    private var stallLapsesAt: ContinuousClock.Instant?
     private var retrySerial: UInt64 = 0
     /// Jobs in `.waitingRetry` (the heap may also hold entries of jobs cancelled meanwhile).
     private var waitingRetryCount = 0
@@ -167,6 +170,7 @@ final class TransferEngine: @unchecked Sendable {
                 defer { inbox.commands.removeAll(keepingCapacity: true) }
                 return inbox.commands
             }
+            if !commands.isEmpty { isQueueStalled = false }
             for command in commands {
                 if case .stop = command { isStopping = true } else { handle(command) }
             }
@@ -260,6 +264,11 @@ final class TransferEngine: @unchecked Sendable {
     private var publishBacklog: Int { max(4, policy.maxParallel) }
 
     private func startTransfers(now: ContinuousClock.Instant) {
+        if isQueueStalled {
+            // Nothing could start at the last look and nothing has changed since but the clock.
+            guard let lapse = stallLapsesAt, now >= lapse else { return }
+            isQueueStalled = false
+        }
         while running.count < policy.maxParallel {
             if publisher.backlog >= publishBacklog {
                 publisher.wakeWhenBacklog(reaches: publishBacklog / 2)
@@ -268,9 +277,22 @@ final class TransferEngine: @unchecked Sendable {
             guard let job = queue.next(
                 isLive: { $0.state == .queued },
                 canStart: { self.hostCanStart($0.url.hostKey, now: now) })
-            else { return }
+            else {
+                noteStall(now: now)
+                return
+            }
             start(job)
         }
+    }
+
+    /// The queue had no job that may start (empty, or every job scanned waits for a host at its
+    /// cap or backing off): skip looking again until something changes — a command (a new job,
+    /// new limits), a transfer ending (a freed slot), a retry coming due — or a host's back-off
+    /// ends. With one host and more global slots than its cap (the default 8 and 4), every
+    /// turn of the loop would otherwise scan up to ``TransferQueue/scanWindow`` blocked jobs.
+    private func noteStall(now: ContinuousClock.Instant) {
+        isQueueStalled = true
+        stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
     private func hostCanStart(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
@@ -317,6 +339,7 @@ final class TransferEngine: @unchecked Sendable {
 
     private func complete(easy: UnsafeMutableRawPointer, result: CURLcode) {
         guard let transfer = running.removeValue(forKey: easy) else { return }
+        isQueueStalled = false  // a slot is free, for its host too
         multi!.remove(transfer.easy)
         let job = transfer.job
         job.transfer = nil
@@ -438,6 +461,7 @@ final class TransferEngine: @unchecked Sendable {
         while let first = retries.min, first.readyAt <= now {
             let entry = retries.removeMin()
             guard entry.job.state == .waitingRetry else { continue }
+            isQueueStalled = false
             move(entry.job, to: .queued)
             queue.enqueueFirst(entry.job, priority: entry.job.priority, submitter: entry.job.submitter)
         }
@@ -462,6 +486,7 @@ final class TransferEngine: @unchecked Sendable {
     /// failure alike, so a later request starts afresh (after the failure memory lapses).
     private func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>) {
         if let transfer = job.transfer {
+            isQueueStalled = false
             running[transfer.easy.handle] = nil
             multi?.remove(transfer.easy)
             hosts[job.url.hostKey]?.running -= 1
