@@ -65,9 +65,13 @@ public final class Downloader: Sendable {
     ) {
         var tokens: [FetchToken] = []
         tokens.reserveCapacity(urls.count)
-        for url in urls {
-            if let image = cachedImage(for: url) {
-                handler(url, .success(image))
+        let keys = urls.map(\.cacheKey)
+        let cached = cache.lookup(keys)
+        let now = WallClock.nowMilliseconds()
+        for (url, key) in zip(urls, keys) {
+            if let found = cached[key] {
+                cache.index.recordAccess(key, at: now)
+                handler(url, .success(CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)))
             } else {
                 tokens.append(FetchToken(url: url, priority: priority, submitter: submitter, handler: handler))
             }

@@ -47,6 +47,20 @@ public final class DiskCache: Sendable {
     /// The cached entry for `key`, checked (see the type's notes), or nil.
     public func lookup(_ key: CacheKey) -> CachedEntry? {
         guard let row = try? index.entry(for: key) else { return nil }
+        return checked(row)
+    }
+
+    /// The cached entries of those `keys` that have one, each checked as by ``lookup(_:)``; the
+    /// rows are read in one index transaction (a list's URLs before they are queued).
+    public func lookup(_ keys: [CacheKey]) -> [CacheKey: CachedEntry] {
+        guard let rows = try? index.entries(for: keys) else { return [:] }
+        return rows.compactMapValues(checked)
+    }
+
+    /// `row`'s entry if its file is in place (and, when due, its content verified); else the
+    /// entry is dropped and nil returned.
+    private func checked(_ row: IndexEntry) -> CachedEntry? {
+        let key = row.key
         let path = directory.path(for: key)
         guard directory.existingSize(of: key) == row.bytes else {
             drop(key)

@@ -184,23 +184,56 @@ struct ControlLimitTests {
     @Test("a connection that keeps asking outlives the idle timeout; once quiet for it, it is closed")
     func idleTimeoutCountsFromTheLastReply() async throws {
         let folder = try ControlTestFolder()
-        // A timeout far longer than the gaps between requests, so a loaded machine (the whole
-        // suite runs at once) cannot stretch a gap past it.
-        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(6)))
-        let (client, started) = try await connectBeforeIdle(fixture, #"{"cmd":"ping"}"#)
-        // Requests 200 ms apart for over twice the timeout: the timer set at the first one fires
-        // while the connection is in use, and must look again rather than close it.
-        var lastSent = ContinuousClock.now
-        while ContinuousClock.now - started < .seconds(13) {
-            try await Task.sleep(for: .milliseconds(200))
-            lastSent = ContinuousClock.now
-            #expect(try await client.request(#"{"cmd":"ping"}"#)["ok"] == true)
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(3)))
+        let path = folder.socketPath
+        // A blocking client on a thread of its own, so its pace does not depend on the test
+        // pool: requests 200 ms apart for over twice the timeout (the timer set at the accept
+        // fires while the connection is in use, and must look again rather than close it), then
+        // silence until the server closes.
+        let run = await onOwnThread { () -> (answered: Int, closedWhileAsking: Bool, quietBeforeClose: Duration?) in
+            let descriptor = ControlRawSocket.connect(to: path)
+            guard descriptor >= 0 else { return (0, true, nil) }
+            defer { close(descriptor) }
+            let start = ContinuousClock.now
+            var answered = 0
+            var lastSent = start
+            while ContinuousClock.now - start < .seconds(7) {
+                lastSent = .now
+                guard ControlRawSocket.send(descriptor, Array("{\"cmd\":\"quick\"}\n".utf8)) > 0,
+                    Self.readLine(descriptor)?.contains("\"ok\":true") == true
+                else { return (answered, true, nil) }
+                answered += 1
+                usleep(200_000)
+            }
+            // Silence: the next read ends when the server closes (or gives up after 30 s).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                var byte: UInt8 = 0
+                let got = recv(descriptor, &byte, 1, 0)
+                if got == 0 { return (answered, false, ContinuousClock.now - lastSent) }
+                if got < 0, errno != EAGAIN, errno != EINTR { return (answered, false, nil) }
+            }
+            return (answered, false, nil)
         }
-        #expect(!client.inbox.isClosed)
-        #expect(await client.waitUntilClosed(timeout: .seconds(30)))
+        #expect(!run.closedWhileAsking, "closed after \(run.answered) answered requests, 200 ms apart")
+        #expect(run.answered >= 20)
+        let quiet = try #require(run.quietBeforeClose, "not closed within 30 s of silence")
         // Quiet from the last reply, which the server wrote after the last request was sent.
-        #expect(ContinuousClock.now - lastSent >= .seconds(6))
+        #expect(quiet >= .seconds(3))
         await fixture.stop()
+    }
+
+    /// One reply line (without its newline) read byte by byte, or nil at end of file or error.
+    private static func readLine(_ descriptor: Int32) -> String? {
+        var line: [UInt8] = []
+        while true {
+            var byte: UInt8 = 0
+            let got = recv(descriptor, &byte, 1, 0)
+            if got < 0, errno == EINTR { continue }
+            guard got == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
     }
 
     /// Connects and sends `request`, returning the connection and when the request was sent.

@@ -138,6 +138,29 @@ struct CacheIndexTests {
         try disk.close()
     }
 
+    @Test("a batch lookup finds what a lookup each finds, over several read transactions, and checks each file the same way")
+    func batchLookup() throws {
+        let fixture = try CacheFixture()
+        defer { fixture.remove() }
+        let entries = try fixture.fill(150)
+        // One file resized behind imgd's back: dropped by both kinds of lookup.
+        try Data("other size".utf8).write(to: URL(fileURLWithPath: fixture.disk.directory.path(for: entries[7].key)))
+        let missing = try (0..<50).map { try ImageURL("http://example.com/missing\($0).png").cacheKey }
+        // More keys than one read transaction takes, present and missing interleaved, one twice.
+        let keys = zip(entries.map(\.key), missing + missing + missing).flatMap { [$0, $1] } + [entries[3].key]
+        #expect(keys.count > 2 * CacheIndex.keysPerRead)
+        let found = fixture.disk.lookup(keys)
+        #expect(found.count == entries.count - 1)
+        #expect(found[entries[7].key] == nil)
+        for entry in entries where entry.key != entries[7].key {
+            #expect(found[entry.key] == fixture.disk.lookup(entry.key))
+            #expect(found[entry.key]?.path == fixture.disk.directory.path(for: entry.key))
+        }
+        for key in missing { #expect(found[key] == nil) }
+        #expect(fixture.disk.lookup(entries[7].key) == nil)
+        #expect(try fixture.disk.index.totals().entries == entries.count - 1)
+    }
+
     @Test("a second owner of the same cache is refused with a message naming the holder")
     func singleInstance() throws {
         let root = scratch()

@@ -123,6 +123,36 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// The entries of those `keys` that have one, read in transactions of at most
+    /// ``keysPerRead`` keys: one snapshot and one round of WAL locking per chunk, where a lookup
+    /// each (a list of new URLs, all missing) would take the locks, and re-read the pages a
+    /// write since has made stale, per key. Chunks keep a `get` waiting for the reader to about
+    /// a millisecond at most.
+    public func entries(for keys: [CacheKey]) throws(SQLiteError) -> [CacheKey: IndexEntry] {
+        var found: [CacheKey: IndexEntry] = [:]
+        var start = keys.startIndex
+        while start < keys.endIndex {
+            let chunk = keys[start..<min(start + Self.keysPerRead, keys.endIndex)]
+            start = chunk.endIndex
+            try reader.withLock { connection throws(SQLiteError) in
+                try connection.execute("BEGIN")
+                defer { try? connection.execute("COMMIT") }
+                let statement = try connection.statement("SELECT \(Self.columns) FROM entries WHERE key = ?1")
+                for key in chunk {
+                    defer { statement.reset() }
+                    key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+                    if try statement.step(), let entry = Self.entry(from: statement, generation: generation) {
+                        found[key] = entry
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    /// Keys looked up per read transaction by ``entries(for:)``.
+    static let keysPerRead = 64
+
     /// Up to `limit` entries with keys after `key` (all from the start when nil), in key order:
     /// a walk over the whole index in slices, each a short read.
     public func entries(after key: CacheKey?, limit: Int) throws(SQLiteError) -> [IndexEntry] {
