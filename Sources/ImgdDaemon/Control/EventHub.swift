@@ -42,16 +42,18 @@ public final class EventHub: Sendable {
     /// Gives the event the next sequence number (from 1, over all events of the run) and sends
     /// `{"event": name, "seq": N, "data": data}` to the connections subscribed to `name`.
     /// Publishing a name not given at init is a programmer error.
-    public func publish(_ name: String, data: JSONValue) {
+    /// `data` is built and encoded only when a subscriber wants the event: a warming list
+    /// publishes one per URL, usually to nobody.
+    public func publish(_ name: String, data: @autoclosure () -> JSONValue) {
         precondition(known.contains(name), "EventHub: unknown event \(name)")
-        let head = ControlLine.eventHead(name)
-        let tail = ControlLine.eventTail(data)
         state.withLock { state in
             state.sequence += 1
             let sequence = state.sequence
             var line: ByteBuffer?
             for subscriber in state.subscribers.values where subscriber.names.contains(name) {
-                if line == nil { line = ControlLine.event(head: head, sequence: sequence, tail: tail) }
+                if line == nil {
+                    line = ControlLine.event(head: ControlLine.eventHead(name), sequence: sequence, tail: ControlLine.eventTail(data()))
+                }
                 subscriber.deliver(line!, sequence)
             }
         }

@@ -255,9 +255,11 @@ public final class ListStore: Sendable {
                 let update = try connection.statement(
                     "UPDATE list_urls SET state = ?3, code = ?4, message = ?5, bytes = ?6 WHERE list_id = ?1 AND seq = ?2 AND state = 0")
                 let count = try connection.statement("""
-                    UPDATE lists SET pending = pending - 1, cached = cached + ?2, already_cached = already_cached + ?3,
+                    UPDATE lists SET pending = pending - ?6, cached = cached + ?2, already_cached = already_cached + ?3,
                         failed = failed + ?4, bytes = bytes + ?5 WHERE id = ?1
                     """)
+                // Each list's counters change once per batch, by the sum of its outcomes.
+                var sums: [Int: (answered: Int, cached: Int, already: Int, failed: Int, bytes: Int)] = [:]
                 for item in outcomes {
                     update.reset()
                     update.bind(1, item.list)
@@ -285,12 +287,22 @@ public final class ListStore: Sendable {
                     }
                     try update.step()
                     guard connection.changes == 1 else { continue }
+                    var sum = sums[item.list] ?? (0, 0, 0, 0, 0)
+                    sum.answered += 1
+                    sum.cached += counts.cached
+                    sum.already += counts.already
+                    sum.failed += counts.failed
+                    sum.bytes += counts.bytes
+                    sums[item.list] = sum
+                }
+                for (list, sum) in sums {
                     count.reset()
-                    count.bind(1, item.list)
-                    count.bind(2, counts.cached)
-                    count.bind(3, counts.already)
-                    count.bind(4, counts.failed)
-                    count.bind(5, counts.bytes)
+                    count.bind(1, list)
+                    count.bind(2, sum.cached)
+                    count.bind(3, sum.already)
+                    count.bind(4, sum.failed)
+                    count.bind(5, sum.bytes)
+                    count.bind(6, sum.answered)
                     try count.step()
                 }
             }
