@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS totals (
 """
 AFTER = """
 CREATE INDEX IF NOT EXISTS entries_by_last_access ON entries(last_access);
+CREATE INDEX IF NOT EXISTS entries_pinned ON entries(pinned_until) WHERE pinned_until IS NOT NULL;
 INSERT OR REPLACE INTO totals SELECT 0, count(*), coalesce(sum(bytes), 0) FROM entries;
 CREATE TRIGGER IF NOT EXISTS entries_counted_in AFTER INSERT ON entries BEGIN
     UPDATE totals SET entries = entries + 1, bytes = bytes + NEW.bytes WHERE id = 0; END;

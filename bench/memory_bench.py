@@ -335,7 +335,7 @@ def section(args, fs: str, warm, claim, pressure, failures) -> str:
             f"| (c) byte written → reply of a `status` sent after the event, median (min–max); tier empty in it | "
             f"{statistics.median(st):.2f} ms ({min(st):.2f}–{max(st):.2f}); "
             f"{sum(r['after_entries'] == 0 for r in rs)}/{len(rs)} runs | |",
-            f"| (c) one `status` request alone, before the event (it scans the index for pinned bytes), median | "
+            f"| (c) one `status` request alone, before the event (it sums pinned bytes over the index of pinned rows), median | "
             f"{statistics.median(cost):.2f} ms | |",
             f"| (c) RSS before → right after → 1 s after, medians | {mib(statistics.median(r['rss_before'] for r in rs))} → "
             f"{mib(statistics.median(r['rss_right_after'] for r in rs))} → {mib(statistics.median(r['rss_later'] for r in rs))} | |",
