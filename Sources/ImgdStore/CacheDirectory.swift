@@ -178,7 +178,9 @@ public final class CacheDirectory: Sendable {
         return names
     }
 
-    private static func makeFolders(_ path: String) throws(StoreError) {
+    /// Creates the folder at `path` (and its parents) if missing: the cache lock lives in it, and
+    /// the lock must be held before anything in the folder is changed.
+    static func makeFolders(_ path: String) throws(StoreError) {
         if let failure = Folders.make(path) { throw .cannotOpenFolder(path: failure.path, errno: failure.errno) }
     }
 }

@@ -26,8 +26,10 @@ public final class DiskCache: Sendable {
 
     /// Opens the cache at `root`, creating it if needed, capped at `limit` bytes.
     public init(root: String, limit: Int = DiskCache.defaultLimit) throws(DiskCacheError) {
+        // The lock first: opening the folder empties its tmp/ (and may move an old layout), which
+        // must never happen under an imgd that is using it.
         do {
-            directory = try CacheDirectory(root: root)
+            try CacheDirectory.makeFolders(root)
         } catch {
             throw .folder(error)
         }
@@ -35,6 +37,11 @@ public final class DiskCache: Sendable {
             lock = try CacheLock(path: root + "/lock")
         } catch {
             throw .locked(error)
+        }
+        do {
+            directory = try CacheDirectory(root: root)
+        } catch {
+            throw .folder(error)
         }
         do {
             index = try CacheIndex(path: root + "/index.sqlite")

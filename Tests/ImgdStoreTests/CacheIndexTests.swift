@@ -161,16 +161,24 @@ struct CacheIndexTests {
         #expect(try fixture.disk.index.totals().entries == entries.count - 1)
     }
 
-    @Test("a second owner of the same cache is refused with a message naming the holder")
+    @Test("a second owner of the same cache is refused with a message naming the holder, before it touches anything (the first one's arriving body is kept)")
     func singleInstance() throws {
         let root = scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let first = try DiskCache(root: root)
+        // A body arriving in the first one's tmp/ when the second one tries to open the cache.
+        let key = try ImageURL("http://example.com/arriving.png").cacheKey
+        let arriving = try first.directory.makeTempFile(for: key)
+        try Array("arriving".utf8).withUnsafeBytes { try arriving.write($0) }
         #expect {
             _ = try DiskCache(root: root)
         } throws: { error in
             "\(error)".contains("another imgd (pid \(getpid())) is using this cache")
         }
+        // The refused one touched nothing: the first still publishes its body.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: first.directory.tempFolder).count == 1)
+        #expect(try first.directory.publish(arriving, as: key) == first.directory.path(for: key))
+        #expect(first.directory.existingSize(of: key) == 8)
         try first.close()
     }
 }
