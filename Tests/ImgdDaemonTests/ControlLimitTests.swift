@@ -200,7 +200,7 @@ struct ControlLimitTests {
             while ContinuousClock.now - start < .seconds(7) {
                 lastSent = .now
                 guard ControlRawSocket.send(descriptor, Array("{\"cmd\":\"quick\"}\n".utf8)) > 0,
-                    Self.readLine(descriptor)?.contains("\"ok\":true") == true
+                    ControlRawSocket.readLine(descriptor)?.contains("\"ok\":true") == true
                 else { return (answered, true, nil) }
                 answered += 1
                 usleep(200_000)
@@ -221,19 +221,6 @@ struct ControlLimitTests {
         // Quiet from the last reply, which the server wrote after the last request was sent.
         #expect(quiet >= .seconds(3))
         await fixture.stop()
-    }
-
-    /// One reply line (without its newline) read byte by byte, or nil at end of file or error.
-    private static func readLine(_ descriptor: Int32) -> String? {
-        var line: [UInt8] = []
-        while true {
-            var byte: UInt8 = 0
-            let got = recv(descriptor, &byte, 1, 0)
-            if got < 0, errno == EINTR { continue }
-            guard got == 1 else { return nil }
-            if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
-            line.append(byte)
-        }
     }
 
     /// Connects and sends `request`, returning the connection and when the request was sent.

@@ -358,6 +358,19 @@ enum ControlRawSocket {
         return sent
     }
 
+    /// One reply line (without its newline) read byte by byte, or nil at end of file or error.
+    static func readLine(_ descriptor: Int32) -> String? {
+        var line: [UInt8] = []
+        while true {
+            var byte: UInt8 = 0
+            let got = recv(descriptor, &byte, 1, 0)
+            if got < 0, errno == EINTR { continue }
+            guard got == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+
     /// Reads until end of file, an error or the receive timeout.
     static func receiveAll(_ descriptor: Int32) -> [UInt8] {
         var received: [UInt8] = []
