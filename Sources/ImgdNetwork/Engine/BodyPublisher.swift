@@ -67,9 +67,15 @@ struct PublishOutcome: Sendable {
 /// (create, write, rename, index row) proceeds on the other core.
 ///
 /// Outcomes are reported in batches, each after one index transaction: when ``maxBatch`` images
-/// are pending, or when the queue runs dry with at least ``minBatch`` pending, or
-/// ``commitDelay`` after the first pending one. A caller told "cached" always finds the row;
-/// the engine is woken once per batch rather than once per image.
+/// are pending; when the queue runs dry and the engine said no other transfer was running (a
+/// lone fetch is answered at once); else ``commitDelay`` after the first pending one. A caller
+/// told "cached" always finds the row; the engine is woken once per batch rather than once per
+/// image.
+///
+/// Why wait while transfers run: keys are random, so each row lands on its own index page, and
+/// a transaction writes every page it touched to the WAL once, plus the tree's upper pages.
+/// Committing whenever the queue ran dry made batches of ~28 rows while warming (1.8 pages of
+/// WAL per row); waiting up to ``commitDelay`` makes them 100–256 rows (see bench/README.md).
 ///
 /// ``backlog`` counts bodies handed over and not yet written out (they hold memory). The
 /// engine stops starting transfers while it is long and asks to be woken once it has halved.
@@ -79,10 +85,9 @@ struct PublishOutcome: Sendable {
 final class BodyPublisher: @unchecked Sendable {
     /// Rows written per transaction at most.
     static let maxBatch = 256
-    /// Rows worth a transaction of their own when the queue runs dry.
-    static let minBatch = 32
-    /// How long a published image may wait for its index row to be committed.
-    static let commitDelay: DispatchTimeInterval = .milliseconds(5)
+    /// How long a published image may wait for its index row to be committed while other
+    /// transfers are still running.
+    static let commitDelay: DispatchTimeInterval = .milliseconds(25)
 
     private let queue = DispatchQueue(label: "imgd-publisher")
     private let disk: DiskCache
@@ -116,7 +121,9 @@ final class BodyPublisher: @unchecked Sendable {
     func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
 
     /// Validates and publishes `body`; its outcome is delivered with the next batch.
-    func publish(_ body: ArrivedBody) {
+    /// `moreExpected`: other transfers were running when it arrived, so its row may wait (up to
+    /// ``commitDelay``) to share a transaction with theirs.
+    func publish(_ body: ArrivedBody, moreExpected: Bool) {
         waiting.add(1, ordering: .relaxed)
         queue.async { [self] in
             let result = publishNow(body)
@@ -132,7 +139,7 @@ final class BodyPublisher: @unchecked Sendable {
                 body.reservation.release()
             }
             pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
-            if pendingOutcomes.count >= Self.maxBatch || (left == 0 && pendingOutcomes.count >= Self.minBatch) {
+            if pendingOutcomes.count >= Self.maxBatch || (left == 0 && !moreExpected) {
                 commit()
             } else if !isCommitScheduled {
                 isCommitScheduled = true

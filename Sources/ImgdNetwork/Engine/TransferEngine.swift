@@ -350,7 +350,11 @@ final class TransferEngine: @unchecked Sendable {
         case .success(let body):
             // The slot is free now; the disk work happens on the publisher while the loop goes on.
             move(job, to: .publishing)
-            publisher.publish(body)
+            // More bodies are coming while transfers run or jobs wait for a slot (the loop may be
+            // holding them back for the publisher's backlog): this row may wait to share their
+            // index transaction.
+            let queued = jobs.count - running.count - waitingRetryCount - publishingCount
+            publisher.publish(body, moreExpected: !running.isEmpty || queued > 0)
         case .failure(let error):
             settle(job, .failure(error))
         }
