@@ -27,7 +27,7 @@ import time
 # CacheIndex.schema, split so the triggers come after the bulk insert.
 TABLES = """
 CREATE TABLE IF NOT EXISTS entries (
-    key BLOB PRIMARY KEY NOT NULL,
+    key BLOB UNIQUE NOT NULL,
     url TEXT NOT NULL,
     bytes INTEGER NOT NULL,
     sha256 BLOB NOT NULL,
@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS entries (
     hit_count INTEGER NOT NULL DEFAULT 0,
     pinned_until INTEGER,
     verified_generation INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS totals (
     id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);

@@ -62,6 +62,69 @@ struct CacheIndexTests {
         #expect(plan.stdout.contains("USING INDEX entries_pinned"), "\(plan.stdout)")
     }
 
+    @Test("an index from before the rowid table is rebuilt as one at open: rows, totals, pins and generation kept; new rows and lookups work")
+    func migratesWithoutRowidIndex() async throws {
+        let folder = scratch()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/index.sqlite"
+        // The file an imgd before the rowid table left: its schema as it was, two rows (one
+        // pinned), the totals its triggers kept, a clean close at generation 3.
+        let a = try entry("a", bytes: 100), b = try entry("b", bytes: 250)
+        func row(_ e: IndexEntry, pinned: String) -> String {
+            "(x'\(e.key.hex)', '\(e.url)', \(e.bytes), x'\(e.sha256.hex)', 'png', 8, 6, '\"e\"', NULL, 'image/png', 1000, 1000, 2, \(pinned), 3)"
+        }
+        let made = try await ChildProcess.run("/usr/bin/sqlite3", [path, """
+            PRAGMA journal_mode = WAL;
+            CREATE TABLE entries (
+                key BLOB PRIMARY KEY NOT NULL, url TEXT NOT NULL, bytes INTEGER NOT NULL, sha256 BLOB NOT NULL,
+                format TEXT NOT NULL, width INTEGER, height INTEGER, etag TEXT, last_modified TEXT,
+                content_type TEXT, fetched_at INTEGER NOT NULL, last_access INTEGER NOT NULL,
+                hit_count INTEGER NOT NULL DEFAULT 0, pinned_until INTEGER, verified_generation INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE INDEX entries_by_last_access ON entries(last_access);
+            CREATE INDEX entries_pinned ON entries(pinned_until) WHERE pinned_until IS NOT NULL;
+            CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+            INSERT INTO totals VALUES (0, 0, 0);
+            CREATE TRIGGER entries_counted_in AFTER INSERT ON entries BEGIN
+                UPDATE totals SET entries = entries + 1, bytes = bytes + NEW.bytes WHERE id = 0; END;
+            CREATE TRIGGER entries_counted_out AFTER DELETE ON entries BEGIN
+                UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE id = 0; END;
+            CREATE TRIGGER entries_recounted AFTER UPDATE OF bytes ON entries BEGIN
+                UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 0; END;
+            INSERT INTO meta VALUES ('generation', 3), ('clean', 1);
+            INSERT INTO entries VALUES \(row(a, pinned: "NULL")), \(row(b, pinned: "50000"));
+            """])
+        #expect(made.status == 0, "\(made.stderr)")
+
+        let index = try CacheIndex(path: path)
+        #expect(index.previousShutdownWasClean)
+        let schema = try await ChildProcess.run("/usr/bin/sqlite3", [path, "SELECT sql FROM sqlite_master WHERE name = 'entries'"])
+        #expect(schema.stdout.contains("key BLOB UNIQUE NOT NULL") && !schema.stdout.uppercased().contains("WITHOUT ROWID"), "\(schema.stdout)")
+        var migratedA = try #require(try index.entry(for: a.key))
+        #expect(migratedA.url == a.url && migratedA.bytes == 100 && migratedA.sha256 == a.sha256 && migratedA.hitCount == 2)
+        #expect(!migratedA.needsVerification, "a row verified at generation 3 stays verified after a clean close")
+        #expect(try index.entry(for: b.key)?.pinnedUntil == 50_000)
+        #expect(try index.totals() == (2, 350), "the copy must not count the rows into the totals again")
+        #expect(try index.pinnedBytes(now: 10_000) == 250)
+        // The triggers and indexes are back: totals follow new rows, eviction finds the old ones.
+        let c = try entry("c", bytes: 400)
+        try index.insert([c])
+        #expect(try index.totals() == (3, 750))
+        #expect(try index.evictionCandidates(now: 10_000, limit: 10).map(\.key).contains(a.key))
+        migratedA.bytes = 120
+        try index.insert([migratedA])
+        #expect(try index.totals() == (3, 770))
+        try index.close()
+
+        // Opened again, nothing more to do: the rows are where they were.
+        let again = try CacheIndex(path: path)
+        #expect(try again.totals() == (3, 770))
+        #expect(try again.entry(for: c.key) == c)
+        try again.close()
+    }
+
     @Test("access times are batched: nothing is written until a flush, then one row per key")
     func batchedAccess() throws {
         let folder = scratch()
