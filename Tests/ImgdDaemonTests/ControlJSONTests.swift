@@ -24,6 +24,8 @@ struct ControlJSONTests {
             ("[1,{\"a\":true}]", "[1,{\"a\":true}]"),
             (" { \"z\" : 1 , \"a\" : [ ] } ", "{\"a\":[],\"z\":1}"),
             ("{\"b\":1,\"a\":2,\"a\":3}", "{\"a\":3,\"b\":1}"),
+            // By UTF-8 bytes: upper case before lower, a prefix first, non-ASCII last.
+            ("{\"ä\":1,\"b\":2,\"aa\":3,\"a\":4,\"Z\":5,\"\":6}", "{\"\":6,\"Z\":5,\"a\":4,\"aa\":3,\"b\":2,\"ä\":1}"),
             ("\"a/b\\/c\"", "\"a/b/c\""),
             ("\"q\\\"b\\\\n\\n\\t\\r\\b\\f\"", "\"q\\\"b\\\\n\\n\\t\\r\\b\\f\""),
             ("\"\\u0001\\u001f\"", "\"\\u0001\\u001f\""),
@@ -96,6 +98,19 @@ struct ControlJSONTests {
         let data = try JSONEncoder().encode(value)
         let decoded = try JSONDecoder().decode(JSONValue.self, from: data)
         #expect(decoded == value)
+    }
+
+    @Test("a reply line is the envelope with sorted keys, the result or error inside, and a newline")
+    func replyLines() throws {
+        let result: JSONValue = ["path": "/c/a b", "bytes": 3, "note": "say \"hi\""]
+        let success = ControlLine.reply(id: ["n": 1, "a": "x"], .success(result))
+        #expect(String(buffer: success) == "{\"id\":{\"a\":\"x\",\"n\":1},\"ok\":true,\"result\":{\"bytes\":3,\"note\":\"say \\\"hi\\\"\",\"path\":\"/c/a b\"}}\n")
+        let failure = ControlLine.error(.badRequest("a \"cmd\"\nis missing"), id: 7)
+        #expect(String(buffer: failure) == "{\"error\":{\"code\":\"bad_request\",\"message\":\"a \\\"cmd\\\"\\nis missing\"},\"id\":7,\"ok\":false}\n")
+        // Each is one JSON object that reads back as the same envelope.
+        let parsed = try JSONValue(parsing: String(buffer: failure))
+        #expect(parsed == ["error": ["code": "bad_request", "message": "a \"cmd\"\nis missing"], "id": 7, "ok": false])
+        #expect(try JSONValue(parsing: String(buffer: success)) == ["id": ["n": 1, "a": "x"], "ok": true, "result": result])
     }
 
     @Test("accessors and literals")

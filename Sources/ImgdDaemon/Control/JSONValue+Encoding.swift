@@ -1,5 +1,9 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension JSONValue {
     /// The value as compact JSON: no spaces, object keys sorted by their UTF-8 bytes, `/` not
     /// escaped, non-ASCII characters written as UTF-8; only `"`, `\` and control characters are
@@ -38,12 +42,13 @@ extension ByteBuffer {
             writeInteger(UInt8(ascii: "]"))
         case .object(let members):
             writeInteger(UInt8(ascii: "{"))
-            let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            for (index, key) in keys.enumerated() {
+            // Sorted as pairs, so no member is looked up (hashed) again to be written.
+            let sorted = members.sorted { Self.utf8Precedes($0.key, $1.key) }
+            for (index, member) in sorted.enumerated() {
                 if index > 0 { writeInteger(UInt8(ascii: ",")) }
-                writeJSONString(key)
+                writeJSONString(member.key)
                 writeInteger(UInt8(ascii: ":"))
-                writeJSONValue(members[key]!)
+                writeJSONValue(member.value)
             }
             writeInteger(UInt8(ascii: "}"))
         }
@@ -102,6 +107,20 @@ extension ByteBuffer {
             }
         }
         writeInteger(UInt8(ascii: "\""))
+    }
+
+    /// Whether `lhs` sorts before `rhs` by their UTF-8 bytes (not by `String`'s `<`, which
+    /// compares canonical equivalents as equal): a `memcmp` over native strings, which keys are.
+    static func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
+        var lhs = lhs
+        var rhs = rhs
+        return lhs.withUTF8 { left in
+            rhs.withUTF8 { right in
+                let common = min(left.count, right.count)
+                let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
+                return order != 0 ? order < 0 : left.count < right.count
+            }
+        }
     }
 
     @inline(__always)

@@ -165,11 +165,16 @@ private struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes.
+        var isASCII = true
         while let byte = current, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte >= 0x20 {
+            if byte >= 0x80 { isASCII = false }
             index += 1
         }
         if current == UInt8(ascii: "\"") {
-            let text = try makeString(start..<index, at: start)
+            // ASCII is valid UTF-8 as it stands: no validation pass (keys, commands, most URLs).
+            let text = isASCII
+                ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                : try makeString(start..<index, at: start)
             index += 1
             return text
         }
