@@ -148,6 +148,16 @@ final class BodyPublisher: @unchecked Sendable {
         }
     }
 
+    /// Returns once every body handed over before the call is published (or failed) and its row
+    /// committed: the queue is serial, so this runs after them. For a transfer whose space is
+    /// held by bodies still waiting for their rows (they become evictable once recorded).
+    ///
+    /// Called on the transfer loop. It cannot deadlock: nothing on this queue waits for the loop
+    /// (outcomes and wake-ups go to the loop's inbox, which never blocks on the loop).
+    func settle() {
+        queue.sync { commit() }
+    }
+
     /// Writes the pending rows in one transaction and delivers the pending outcomes. If the
     /// index refuses (a full disk, say), those files go too and their jobs fail with `disk`.
     private func commit() {

@@ -5,15 +5,24 @@ import ImgdStore
 /// undeclared body streams. When the cap is reached it evicts least-recently-used entries and
 /// tries again; if the space still cannot be had, the body does not fit (`disk_full`).
 ///
+/// Space held for bodies that are published but whose rows the publisher has not yet committed
+/// cannot be evicted (eviction goes by the index): before failing, a reservation asks the
+/// publisher to finish what it holds and commit it (``settlePublished``), then evicts again.
+///
 /// Owned by whoever holds the body (the transfer loop, then the publisher); released exactly once.
 final class SpaceReservation {
     /// Reservation step for a body without Content-Length.
     static let chunk = 256 * 1024
 
     private let disk: DiskCache
+    /// Returns once every body handed to the publisher so far is recorded (or failed).
+    private let settlePublished: () -> Void
     private(set) var bytes = 0
 
-    init(disk: DiskCache) { self.disk = disk }
+    init(disk: DiskCache, settlePublished: @escaping () -> Void) {
+        self.disk = disk
+        self.settlePublished = settlePublished
+    }
 
     deinit { release() }
 
@@ -21,7 +30,16 @@ final class SpaceReservation {
     func ensure(_ total: Int, declared: Bool) -> Bool {
         guard total > bytes else { return true }
         let wanted = declared ? total - bytes : ((total - bytes + Self.chunk - 1) / Self.chunk) * Self.chunk
-        // Evict in budgeted passes until the space is there or nothing evictable is left.
+        if reserve(wanted) { return true }
+        // Part of what is held may be bodies waiting for their rows: once committed, they can be
+        // evicted like any other entry.
+        settlePublished()
+        return reserve(wanted)
+    }
+
+    /// Reserves `wanted` more bytes, evicting in budgeted passes until the space is there or
+    /// nothing evictable is left.
+    private func reserve(_ wanted: Int) -> Bool {
         for _ in 0..<Self.maxEvictionPasses {
             if disk.budget.tryReserve(wanted) {
                 bytes += wanted

@@ -60,11 +60,11 @@ final class Transfer {
     /// The buffer's first size for a body of undeclared length.
     static let undeclaredStart = 16 * 1024
 
-    init(job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy) {
+    init(job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, settlePublished: @escaping () -> Void) {
         self.job = job
         self.easy = easy
         self.cache = disk.directory
-        self.reservation = SpaceReservation(disk: disk)
+        self.reservation = SpaceReservation(disk: disk, settlePublished: settlePublished)
         self.maxBodyBytes = policy.maxBodyBytes
         self.addresses = policy.addresses
         self.startedAt = .now

@@ -314,7 +314,7 @@ final class TransferEngine: @unchecked Sendable {
             finish(job, .failure(.network(error.description)))
             return
         }
-        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy)
+        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle)
         do {
             try transfer.configure(policy)
         } catch {
