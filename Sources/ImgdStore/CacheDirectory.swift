@@ -8,9 +8,10 @@ import Glibc
 /// The cache folder on disk: `<root>/<2 hex>/<64 hex>` files named by ``CacheKey``, and
 /// `<root>/tmp/` for bodies still arriving.
 ///
-/// A file appears under its final name only by `rename(2)` of a complete, validated temp file,
-/// so a crash at any moment leaves no partial file under a final name; leftovers in `tmp/` are
-/// removed when the folder is opened. Paths are resolved relative to descriptors opened once
+/// A file appears under its final name complete and validated: by `rename(2)` of a temp file,
+/// or, for a body that was whole in memory and whose name is free, written there directly
+/// (``publishNew(_:as:)``: only a crash inside that one write can leave a short file there, and
+/// it has no index row). Leftovers in `tmp/` are removed when the folder is opened. Paths are resolved relative to descriptors opened once
 /// (`openat`/`renameat`), and the 256 fan-out folders are created when the folder is opened,
 /// so publishing a file is a rename and nothing else. A cache written by an earlier imgd in
 /// the two-level layout (`ab/cd/<64 hex>`) is moved to this one when opened
@@ -150,6 +151,49 @@ public final class CacheDirectory: Sendable {
         }
         guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
         file.markPublished()
+        return path(for: key)
+    }
+
+    /// Writes a complete, validated body straight to its final name for `key`, when no file has
+    /// that name yet, and returns the final path; nil when one has (the caller then publishes
+    /// through a temp file and ``publish(_:as:)``, which replaces the old file atomically, so a
+    /// reader of the old file keeps reading it whole).
+    ///
+    /// Why not always a temp file and a rename: on ext4 the rename is the dearest step of
+    /// publishing a small image (about 15 µs, more than creating the file; see bench/README.md),
+    /// and what makes a file an entry is its index row, written only after this returns. A file
+    /// under a final name without a row — only after a crash in the middle of this write — is
+    /// never served (lookups go by the row, and check its size) and is removed by the reconcile.
+    /// On a failed write the file is removed before the error is thrown.
+    public func publishNew(_ bytes: UnsafeRawBufferPointer, as key: CacheKey) throws(StoreError) -> String? {
+        let rootDescriptor = rootDescriptor
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW
+        var fd = key.withRelativePath { openat(rootDescriptor, $0, flags, 0o644) }
+        if fd < 0, errno == ENOENT {
+            // The fan-out folder was removed under us (an operator cleaning up): make it again, once.
+            let folder = Self.hexByte(key.fanOutBucket)
+            guard mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST else {
+                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+            }
+            fd = key.withRelativePath { openat(rootDescriptor, $0, flags, 0o644) }
+        }
+        if fd < 0 {
+            if errno == EEXIST { return nil }
+            throw .publishFailed(path: path(for: key), errno: errno)
+        }
+        var written = 0
+        while written < bytes.count {
+            let result = write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if result < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                close(fd)
+                _ = key.withRelativePath { unlinkat(rootDescriptor, $0, 0) }
+                throw .writeFailed(path: path(for: key), errno: code)
+            }
+            written += result
+        }
+        close(fd)
         return path(for: key)
     }
 

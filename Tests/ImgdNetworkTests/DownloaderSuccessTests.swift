@@ -45,6 +45,21 @@ struct DownloaderSuccessTests {
         }
     }
 
+    @Test("a file already under the final name without a row (left by a crash) is replaced whole, through a temp file")
+    func replacesOrphanFile() async throws {
+        try await withFixture { fixture in
+        let target = "/img/orphan.png?w=8&h=8"
+        let url = try fixture.url(target)
+        let path = fixture.cacheRoot + "/" + url.cacheKey.relativePath
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("half a body".utf8)))
+        let image = try await fixture.downloader.fetch(url)
+        #expect(image.source == .network)
+        #expect(image.path == path)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: path))) == TestHTTPServer.body(for: target))
+        #expect(fixture.tempFiles.isEmpty)
+        }
+    }
+
     @Test("a cached URL is answered from disk without a request")
     func secondFetchComesFromDisk() async throws {
         try await withFixture { fixture in

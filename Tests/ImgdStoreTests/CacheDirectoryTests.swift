@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdStore
@@ -44,6 +45,51 @@ struct CacheDirectoryTests {
         try [UInt8]("again".utf8).withUnsafeBytes { try again.write($0) }
         #expect(try cache.publish(again, as: key) == path)
         #expect(cache.existingSize(of: key) == 5)
+    }
+
+    @Test("a validated body is written straight to its final name; a name already taken is left whole for the atomic replace")
+    func publishNew() throws {
+        let root = scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let cache = try CacheDirectory(root: root)
+        let key = try ImageURL("http://example.com/new.png").cacheKey
+        let body = [UInt8](repeating: 7, count: 5000)
+        let path = try body.withUnsafeBytes { try cache.publishNew($0, as: key) }
+        #expect(path == cache.path(for: key))
+        #expect(FileManager.default.contents(atPath: cache.path(for: key)) == Data(body))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
+
+        // Taken: nothing is written, the old file stays as it was (the caller renames over it).
+        let other = [UInt8](repeating: 9, count: 10)
+        #expect(try other.withUnsafeBytes { try cache.publishNew($0, as: key) } == nil)
+        #expect(FileManager.default.contents(atPath: cache.path(for: key)) == Data(body))
+
+        // An operator removed the fan-out folder: it is made again.
+        let second = try ImageURL("http://example.com/second.png").cacheKey
+        try FileManager.default.removeItem(atPath: root + "/" + String(second.hex.prefix(2)))
+        #expect(try other.withUnsafeBytes { try cache.publishNew($0, as: second) } == cache.path(for: second))
+        #expect(cache.existingSize(of: second) == 10)
+    }
+
+    @Test("a body that runs out of space on its way to its final name leaves nothing under that name", .enabled(if: TmpfsMount.isAvailable, "needs root to mount a tmpfs"))
+    func publishNewOutOfSpace() throws {
+        let mount = try TmpfsMount(bytes: 256 * 1024)
+        defer { mount.unmount() }
+        let cache = try CacheDirectory(root: mount.path + "/cache")
+        let kept = try ImageURL("http://example.com/kept.png").cacheKey
+        let small = [UInt8](repeating: 1, count: 4096)
+        _ = try small.withUnsafeBytes { try cache.publishNew($0, as: kept) }
+
+        let key = try ImageURL("http://example.com/big.png").cacheKey
+        let big = [UInt8](repeating: 2, count: 1024 * 1024)
+        #expect {
+            try big.withUnsafeBytes { try cache.publishNew($0, as: key) }
+        } throws: { error in
+            guard let error = error as? StoreError, case .writeFailed(let path, _) = error else { return false }
+            return error.isOutOfSpace && path == cache.path(for: key)
+        }
+        #expect(cache.existingSize(of: key) == nil)
+        #expect(FileManager.default.contents(atPath: cache.path(for: kept)) == Data(small))
     }
 
     @Test("a cache in the two-level layout of earlier versions is moved to one level when opened, once")

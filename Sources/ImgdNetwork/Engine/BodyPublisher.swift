@@ -198,44 +198,60 @@ final class BodyPublisher: @unchecked Sendable {
         do throws(DownloadError) {
             // The content digest is taken here, not as bytes arrive, so the transfer thread
             // spends its time on transfers; this queue runs on the other core.
-            let info: ImageInfo
-            let file: TempFile
-            let digest: SHA256Digest
-            if let existing = body.file {
-                try write(body.buffer, to: existing)
-                info = try validate(FileByteSource(fileDescriptor: existing.fileDescriptor, count: body.bytes))
-                do {
-                    digest = try SHA256Digest(fileDescriptor: existing.fileDescriptor, count: body.bytes)
-                } catch {
-                    throw .disk("cannot read back \(existing.path): \(String(cString: strerror(error.errno)))")
-                }
-                file = existing
-            } else {
-                // Small enough to have stayed in memory: check it before it touches the disk.
-                info = try validate(MemoryByteSource(body.buffer))
-                digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
-                do {
-                    file = try cache.makeTempFile(for: body.key)
-                } catch {
-                    throw .disk(error.description, outOfSpace: error.isOutOfSpace)
-                }
+            if let file = body.file {
                 try write(body.buffer, to: file)
+                let info = try validate(FileByteSource(fileDescriptor: file.fileDescriptor, count: body.bytes))
+                let digest: SHA256Digest
+                do {
+                    digest = try SHA256Digest(fileDescriptor: file.fileDescriptor, count: body.bytes)
+                } catch {
+                    throw .disk("cannot read back \(file.path): \(String(cString: strerror(error.errno)))")
+                }
+                return .success(image(body, at: try rename(file, as: body.key), digest: digest, info: info))
             }
-            defer { file.discard() }  // a no-op once published
-            let record = DownloadRecord(
-                finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
-                contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
-                duration: body.duration, attempts: body.attempts)
+            // Small enough to have stayed in memory: check it before it touches the disk, then
+            // write it straight to its final name (a temp file and a rename only when an older
+            // file has that name: see CacheDirectory.publishNew).
+            let info = try validate(MemoryByteSource(body.buffer))
+            let digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
+            var written: String?
+            var failure: StoreError?
+            body.buffer.withUnsafeBytes { bytes in
+                do throws(StoreError) { written = try cache.publishNew(bytes, as: body.key) } catch { failure = error }
+            }
+            if let failure { throw .disk(failure.description, outOfSpace: failure.isOutOfSpace) }
+            if let path = written { return .success(image(body, at: path, digest: digest, info: info)) }
+            let file: TempFile
             do {
-                let path = try cache.publish(file, as: body.key)
-                return .success(CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record))
+                file = try cache.makeTempFile(for: body.key)
             } catch {
                 throw .disk(error.description, outOfSpace: error.isOutOfSpace)
             }
+            try write(body.buffer, to: file)
+            return .success(image(body, at: try rename(file, as: body.key), digest: digest, info: info))
         } catch {
             body.file?.discard()
             return .failure(error)
         }
+    }
+
+    /// Gives a complete temp file its final name, replacing any older file atomically; the temp
+    /// file is removed if that fails.
+    private func rename(_ file: TempFile, as key: CacheKey) throws(DownloadError) -> String {
+        defer { file.discard() }  // a no-op once published
+        do {
+            return try cache.publish(file, as: key)
+        } catch {
+            throw .disk(error.description, outOfSpace: error.isOutOfSpace)
+        }
+    }
+
+    private func image(_ body: ArrivedBody, at path: String, digest: SHA256Digest, info: ImageInfo) -> CachedImage {
+        let record = DownloadRecord(
+            finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
+            contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
+            duration: body.duration, attempts: body.attempts)
+        return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
     }
 
     private func write(_ bytes: [UInt8], to file: TempFile) throws(DownloadError) {
