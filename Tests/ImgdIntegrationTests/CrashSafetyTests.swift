@@ -22,6 +22,13 @@ struct CrashSafetyTests {
             scratch.files(under: "c").count == complete.count && server.inFlight == 1
         }
         #expect(finished)
+        // An image is reported cached once its row is committed, in a batch a little after its
+        // file is in place: the five must survive the kill from then on.
+        let recorded = await eventuallyAsync {
+            let count = try await ChildProcess.run("/usr/bin/sqlite3", [cacheRoot + "/index.sqlite", "SELECT count(*) FROM entries"])
+            return count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(complete.count)"
+        }
+        #expect(recorded)
         // The stalled body has reached its temp file.
         #expect(await eventually { ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp")) ?? []).count == 1 })
         process.signal(SIGKILL)

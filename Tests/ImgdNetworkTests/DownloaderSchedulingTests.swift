@@ -136,6 +136,20 @@ struct DownloaderSchedulingTests {
         }
     }
 
+    @Test("cancelling a transfer whose body outgrew memory removes its temp file before answering")
+    func cancelSpilled() async throws {
+        try await withFixture { fixture in
+            // Stalls after 200 KB: past the in-memory buffer, so part of it is in tmp/.
+            let url = try fixture.url("/img/stuck.png?w=400&h=400&stall_after=200000")
+            let task = Task { try await fixture.downloader.fetch(url) }
+            #expect(await eventually { fixture.tempFiles.count == 1 }, "the body reached its temp file")
+            task.cancel()
+            let result = await task.result
+            #expect(throws: DownloadError.cancelled) { try result.get() }
+            #expect(fixture.tempFiles.isEmpty)
+        }
+    }
+
     @Test("cancelling a running transfer stops it and answers cancelled")
     func cancelRunning() async throws {
         try await withFixture { fixture in

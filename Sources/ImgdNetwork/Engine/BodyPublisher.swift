@@ -17,10 +17,10 @@ final class ArrivedBody: @unchecked Sendable {
     let key: CacheKey
     /// Identifies the job it belongs to, so a late result for a cancelled job is recognised.
     let jobSerial: UInt64
-    /// Bytes not yet written to `file` (all of them, for a body that fit in memory).
+    /// Bytes not yet handed to `spill` (all of them, for a body that fit in memory).
     let buffer: [UInt8]
-    /// The temp file holding the rest, for a body larger than the buffer.
-    let file: TempFile?
+    /// The rest, written and hashed on a spill lane, for a body larger than the buffer.
+    let spill: BodySpill?
     let bytes: Int
     /// The space held for this body; released once its row is committed (it is then counted as
     /// stored) or when it fails.
@@ -34,7 +34,7 @@ final class ArrivedBody: @unchecked Sendable {
     let attempts: Int
 
     init(
-        url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], file: TempFile?, bytes: Int,
+        url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
         reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
         contentType: String?, duration: Duration, attempts: Int
     ) {
@@ -42,7 +42,7 @@ final class ArrivedBody: @unchecked Sendable {
         self.key = key
         self.jobSerial = jobSerial
         self.buffer = buffer
-        self.file = file
+        self.spill = spill
         self.bytes = bytes
         self.reservation = reservation
         self.finalURL = finalURL
@@ -90,6 +90,11 @@ final class BodyPublisher: @unchecked Sendable {
     static let commitDelay: DispatchTimeInterval = .milliseconds(25)
 
     private let queue = DispatchQueue(label: "imgd-publisher")
+    /// Where large bodies are written and hashed as they arrive (``BodySpill``), and then
+    /// checked and renamed into place; a body's lane is chosen by its key. Two: with the loop
+    /// and this queue, enough to keep two cores busy on large images (bench/README.md).
+    private let spillLanes = (0..<2).map { DispatchQueue(label: "imgd-spill-\($0)") }
+    private let spillGate = SpillGate()
     private let disk: DiskCache
     private var cache: CacheDirectory { disk.directory }
     private let validator: ImageValidator
@@ -120,41 +125,67 @@ final class BodyPublisher: @unchecked Sendable {
     /// come down to `level`.
     func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
 
+    /// A spill for a body of `key` that outgrew the transfer buffer, on the key's lane.
+    func makeSpill(for key: CacheKey) -> BodySpill {
+        BodySpill(lane: spillLanes[key.fanOutBucket % spillLanes.count], cache: cache, key: key, gate: spillGate)
+    }
+
+    /// Returns once every lane has done what was queued on it before the call.
+    func drainSpills() {
+        for lane in spillLanes { lane.sync {} }
+    }
+
     /// Validates and publishes `body`; its outcome is delivered with the next batch.
     /// `moreExpected`: other transfers were running when it arrived, so its row may wait (up to
     /// ``commitDelay``) to share a transaction with theirs.
+    ///
+    /// A spilled body is finished on its lane, after its chunks, and its result then joins the
+    /// batch on the publisher's queue.
     func publish(_ body: ArrivedBody, moreExpected: Bool) {
         waiting.add(1, ordering: .relaxed)
-        queue.async { [self] in
-            let result = publishNow(body)
-            let left = waiting.subtract(1, ordering: .relaxed).newValue
-            let level = wakeAt.load(ordering: .relaxed)
-            if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
-                wake()
+        if let spill = body.spill {
+            spill.lane.async { [self] in
+                let result = publishSpilled(body, spill: spill)
+                queue.async { [self] in batch(body, result, moreExpected: moreExpected) }
             }
-            if case .success(let image) = result {
-                pendingRows.append(Self.indexEntry(for: image))
-                pendingReservations.append(body.reservation)
-            } else {
-                body.reservation.release()
-            }
-            pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
-            if pendingOutcomes.count >= Self.maxBatch || (left == 0 && !moreExpected) {
-                commit()
-            } else if !isCommitScheduled {
-                isCommitScheduled = true
-                queue.asyncAfter(deadline: .now() + Self.commitDelay) { [self] in commit() }
-            }
+        } else {
+            queue.async { [self] in batch(body, publishNow(body), moreExpected: moreExpected) }
+        }
+    }
+
+    /// On the queue: counts `body` as written, adds its outcome (and row) to the batch, and
+    /// commits the batch when it is due.
+    private func batch(_ body: ArrivedBody, _ result: Result<CachedImage, DownloadError>, moreExpected: Bool) {
+        let left = waiting.subtract(1, ordering: .relaxed).newValue
+        let level = wakeAt.load(ordering: .relaxed)
+        if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
+            wake()
+        }
+        if case .success(let image) = result {
+            pendingRows.append(Self.indexEntry(for: image))
+            pendingReservations.append(body.reservation)
+        } else {
+            body.reservation.release()
+        }
+        pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
+        if pendingOutcomes.count >= Self.maxBatch || (left == 0 && !moreExpected) {
+            commit()
+        } else if !isCommitScheduled {
+            isCommitScheduled = true
+            queue.asyncAfter(deadline: .now() + Self.commitDelay) { [self] in commit() }
         }
     }
 
     /// Returns once every body handed over before the call is published (or failed) and its row
-    /// committed: the queue is serial, so this runs after them. For a transfer whose space is
-    /// held by bodies still waiting for their rows (they become evictable once recorded).
+    /// committed: the lanes first (a spilled body's result is queued here before its lane goes
+    /// on), then the queue, which is serial, so the commit runs after them. For a transfer
+    /// whose space is held by bodies still waiting for their rows (they become evictable once
+    /// recorded).
     ///
-    /// Called on the transfer loop. It cannot deadlock: nothing on this queue waits for the loop
-    /// (outcomes and wake-ups go to the loop's inbox, which never blocks on the loop).
+    /// Called on the transfer loop. It cannot deadlock: nothing on the lanes or this queue waits
+    /// for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks on the loop).
     func settle() {
+        drainSpills()
         queue.sync { commit() }
     }
 
@@ -193,25 +224,13 @@ final class BodyPublisher: @unchecked Sendable {
             fetchedAt: now, lastAccess: now)
     }
 
-    /// Checks the body and gives it its final name; on any failure nothing is left behind.
+    /// Checks a body that stayed in memory and gives it its final name; on any failure nothing
+    /// is left behind. The content digest is taken here, not as bytes arrive, so the transfer
+    /// thread spends its time on transfers; this queue runs on the other core.
     func publishNow(_ body: ArrivedBody) -> Result<CachedImage, DownloadError> {
         do throws(DownloadError) {
-            // The content digest is taken here, not as bytes arrive, so the transfer thread
-            // spends its time on transfers; this queue runs on the other core.
-            if let file = body.file {
-                try write(body.buffer, to: file)
-                let info = try validate(FileByteSource(fileDescriptor: file.fileDescriptor, count: body.bytes))
-                let digest: SHA256Digest
-                do {
-                    digest = try SHA256Digest(fileDescriptor: file.fileDescriptor, count: body.bytes)
-                } catch {
-                    throw .disk("cannot read back \(file.path): \(String(cString: strerror(error.errno)))")
-                }
-                return .success(image(body, at: try rename(file, as: body.key), digest: digest, info: info))
-            }
-            // Small enough to have stayed in memory: check it before it touches the disk, then
-            // write it straight to its final name (a temp file and a rename only when an older
-            // file has that name: see CacheDirectory.publishNew).
+            // Checked before it touches the disk, then written straight to its final name (a temp
+            // file and a rename only when an older file has that name: see CacheDirectory.publishNew).
             let info = try validate(MemoryByteSource(body.buffer))
             let digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
             var written: String?
@@ -230,7 +249,24 @@ final class BodyPublisher: @unchecked Sendable {
             try write(body.buffer, to: file)
             return .success(image(body, at: try rename(file, as: body.key), digest: digest, info: info))
         } catch {
-            body.file?.discard()
+            return .failure(error)
+        }
+    }
+
+    /// On the body's lane, after its chunks: writes the tail, checks the whole file and renames
+    /// it into place; on any failure the temp file is removed.
+    func publishSpilled(_ body: ArrivedBody, spill: BodySpill) -> Result<CachedImage, DownloadError> {
+        let spilled: (file: TempFile, digest: SHA256Digest)
+        do {
+            spilled = try spill.finish(tail: body.buffer)
+        } catch {
+            return .failure(.disk(error.description, outOfSpace: error.isOutOfSpace))
+        }
+        do throws(DownloadError) {
+            let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes))
+            return .success(image(body, at: try rename(spilled.file, as: body.key), digest: spilled.digest, info: info))
+        } catch {
+            spilled.file.discard()
             return .failure(error)
         }
     }

@@ -9,10 +9,11 @@ import Glibc
 /// One attempt at downloading one job's URL: its easy handle, its body, and what its callbacks
 /// observed. Lives on the engine's loop thread from start to completion.
 ///
-/// The body is gathered in a buffer of at most ``bufferLimit`` bytes and written to a temp file
-/// whenever the buffer fills, so memory stays bounded whatever the size. Most images are
-/// smaller than the buffer: the publisher validates them in memory and creates, writes and
-/// renames their file only if they pass — an error page never touches the disk.
+/// The body is gathered in a buffer of at most ``bufferLimit`` bytes; whenever the buffer fills,
+/// it is handed to a ``BodySpill`` (written and hashed on a spill lane, off this thread), so
+/// memory stays bounded whatever the size. Most images are smaller than the buffer: the
+/// publisher validates them in memory and writes their file only if they pass — an error page
+/// never touches the disk.
 ///
 /// libcurl's C callbacks receive it through their userdata pointer (`Unmanaged`, unretained:
 /// the engine's table of running transfers keeps it alive while libcurl may call back).
@@ -29,11 +30,14 @@ final class Transfer {
     let job: Job
     let easy: CurlEasy
     let startedAt: ContinuousClock.Instant
-    /// Where the body goes once it outgrows the buffer (or when it is published).
-    private(set) var file: TempFile?
-    /// Body bytes not yet written to `file`.
+    /// Where the body goes once it outgrows the buffer.
+    private(set) var spill: BodySpill?
+    /// Body bytes handed to `spill`.
+    private var spilledBytes = 0
+    /// Body bytes not yet handed to `spill`.
     private(set) var buffer: [UInt8] = []
-    private let cache: CacheDirectory
+    /// Makes the spill for a body that outgrows the buffer.
+    private let makeSpill: (CacheKey) -> BodySpill
     /// Space held against the cache's cap for this body.
     let reservation: SpaceReservation
     /// The Content-Length, read with the first body bytes (nil: not declared).
@@ -60,10 +64,13 @@ final class Transfer {
     /// The buffer's first size for a body of undeclared length.
     static let undeclaredStart = 16 * 1024
 
-    init(job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, settlePublished: @escaping () -> Void) {
+    init(
+        job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, settlePublished: @escaping () -> Void,
+        makeSpill: @escaping (CacheKey) -> BodySpill
+    ) {
+        self.makeSpill = makeSpill
         self.job = job
         self.easy = easy
-        self.cache = disk.directory
         self.reservation = SpaceReservation(disk: disk, settlePublished: settlePublished)
         self.maxBodyBytes = policy.maxBodyBytes
         self.addresses = policy.addresses
@@ -74,7 +81,7 @@ final class Transfer {
     deinit { errorBuffer.deallocate() }
 
     /// Body bytes received so far.
-    var bytesReceived: Int { (file?.count ?? 0) + buffer.count }
+    var bytesReceived: Int { spilledBytes + buffer.count }
 
     /// libcurl's message for the failure, or "".
     var errorDetail: String { String(cString: errorBuffer) }
@@ -126,6 +133,10 @@ final class Transfer {
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
+        if let failure = spill?.failure {
+            abort = .disk(failure)
+            return 0
+        }
         guard bytesReceived + bytes.count <= maxBodyBytes else {
             abort = .tooLarge(limit: maxBodyBytes)
             return 0
@@ -143,7 +154,7 @@ final class Transfer {
             buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes, declaredLength ?? Self.undeclaredStart))
         }
         buffer.append(contentsOf: bytes)
-        if isSniffing, file == nil {
+        if isSniffing, spill == nil {
             let verdict = buffer.withUnsafeBytes { all in
                 ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: all.prefix(Self.maxSniffBytes)), isComplete: false)
             }
@@ -157,33 +168,26 @@ final class Transfer {
                 if buffer.count >= Self.maxSniffBytes { isSniffing = false }
             }
         }
-        if buffer.count >= Self.bufferLimit {
-            do {
-                try flush()
-            } catch {
-                abort = .disk(error)
-                return 0
-            }
-        }
+        if buffer.count >= Self.bufferLimit { spillBuffer() }
         return bytes.count
     }
 
-    /// Writes the buffered bytes to the temp file, creating it first if need be.
-    func flush() throws(StoreError) {
-        let file: TempFile
-        if let existing = self.file { file = existing } else { file = try cache.makeTempFile(for: job.key) }
-        self.file = file
-        var failure: StoreError?
-        buffer.withUnsafeBytes { bytes in
-            do throws(StoreError) { try file.write(bytes) } catch { failure = error }
-        }
-        if let failure { throw failure }
-        buffer.removeAll(keepingCapacity: true)
+    /// Hands the full buffer to the spill (made with the first one) and starts a new one. The
+    /// buffer is moved, not copied: the spill's lane holds the only reference.
+    private func spillBuffer() {
+        let spill = self.spill ?? makeSpill(job.key)
+        self.spill = spill
+        spilledBytes += buffer.count
+        let full = buffer
+        buffer = []
+        spill.append(full)
+        let left = (declaredLength ?? maxBodyBytes) - spilledBytes
+        buffer.reserveCapacity(max(1, min(Self.bufferLimit, left)))
     }
 
-    /// Removes the temp file, if there is one.
+    /// Removes the temp file, if there is one, and gives back the space held.
     func discard() {
-        file?.discard()
+        spill?.discard()
         reservation.release()
     }
 

@@ -314,7 +314,8 @@ final class TransferEngine: @unchecked Sendable {
             finish(job, .failure(.network(error.description)))
             return
         }
-        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle)
+        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle,
+            makeSpill: publisher.makeSpill)
         do {
             try transfer.configure(policy)
         } catch {
@@ -443,7 +444,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         let job = transfer.job
         return .success(ArrivedBody(
-            url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, file: transfer.file,
+            url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, spill: transfer.spill,
             bytes: transfer.bytesReceived, reservation: transfer.reservation,
             finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
