@@ -64,7 +64,7 @@ struct PublishOutcome: Sendable {
 
 /// Validates arrived bodies and publishes them into the cache, on its own serial queue, so the
 /// transfer loop goes straight back to moving bytes while the disk work of the previous image
-/// (create, write, rename, index row) proceeds on the other core.
+/// (validate, hash, write, index row) proceeds on the other core.
 ///
 /// Outcomes are reported in batches, each after one index transaction: when ``maxBatch`` images
 /// are pending; when the queue runs dry and the engine said no other transfer was running (a
@@ -75,7 +75,9 @@ struct PublishOutcome: Sendable {
 /// Why wait while transfers run: keys are random, so each row lands on its own index page, and
 /// a transaction writes every page it touched to the WAL once, plus the tree's upper pages.
 /// Committing whenever the queue ran dry made batches of ~28 rows while warming (1.8 pages of
-/// WAL per row); waiting up to ``commitDelay`` makes them 100–256 rows (see bench/README.md).
+/// WAL per row). Waiting up to 25 ms for at most 256 rows wrote a 30 MB WAL for 20,000 small
+/// images (a 5 MB index); 50 ms and 1,024 rows write about a third of that, and took warming
+/// from 1.79 to 1.63 s of CPU (going to 100 ms and 2,048 gained nothing more; bench/README.md).
 ///
 /// ``backlog`` counts bodies handed over and not yet written out (they hold memory). The
 /// engine stops starting transfers while it is long and asks to be woken once it has halved.
@@ -84,10 +86,10 @@ struct PublishOutcome: Sendable {
 /// is touched only on `queue`; the counters are atomic.
 final class BodyPublisher: @unchecked Sendable {
     /// Rows written per transaction at most.
-    static let maxBatch = 256
+    static let maxBatch = 1024
     /// How long a published image may wait for its index row to be committed while other
     /// transfers are still running.
-    static let commitDelay: DispatchTimeInterval = .milliseconds(25)
+    static let commitDelay: DispatchTimeInterval = .milliseconds(50)
 
     private let queue = DispatchQueue(label: "imgd-publisher")
     /// Where large bodies are written and hashed as they arrive (``BodySpill``), and then
