@@ -25,7 +25,8 @@ import Glibc
 ///   and the file moved to `done/` (all cached) or `failed/` (any failure or cancelled).
 ///
 /// `@unchecked Sendable`: every mutable property is touched only on `queue`, a serial queue
-/// (the service's own thread of control); the downloader's callbacks hop onto it.
+/// (the service's own thread of control); the downloader's answers hop onto it in batches
+/// (`answers`, behind its mutex).
 public final class SpoolService: @unchecked Sendable {
     /// URLs of one list handed to the downloader and not yet answered, at most.
     static let window = 512
@@ -44,6 +45,10 @@ public final class SpoolService: @unchecked Sendable {
     /// Set by ``stop()`` before it waits for the queue, which may be busy claiming a long list:
     /// the claim looks at it between slices and gives up, so a stop is not held up by it.
     private let stopRequested = Atomic<Bool>(false)
+    /// Answers from the downloader, which calls back on its transfer thread, waiting for the
+    /// queue: they are handed over in batches — one hop for all that arrived while the queue was
+    /// busy — not one hop (and often one thread wake-up) per URL.
+    private let answers = Mutex<[(list: Int, url: ImageURL, result: Result<CachedImage, DownloadError>)]>([])
 
     // Owned by `queue`:
     private var runs: [Int: ListRun] = [:]
@@ -372,10 +377,23 @@ public final class SpoolService: @unchecked Sendable {
                 continue
             }
             downloader.prefetch(urls, submitter: run.submitter) { [self] url, result in
-                queue.async { self.answered(list: id, url: url, result: result) }
+                let isFirst = answers.withLock { waiting in
+                    waiting.append((id, url, result))
+                    return waiting.count == 1
+                }
+                if isFirst { queue.async { self.takeAnswers() } }
             }
         }
         scheduleFlush()
+    }
+
+    /// On the queue: answers everything the downloader has handed over since the last time.
+    private func takeAnswers() {
+        let batch = answers.withLock { waiting in
+            defer { waiting.removeAll(keepingCapacity: true) }
+            return waiting
+        }
+        for answer in batch { answered(list: answer.list, url: answer.url, result: answer.result) }
     }
 
     private func answered(list id: Int, url: ImageURL, result: Result<CachedImage, DownloadError>) {
