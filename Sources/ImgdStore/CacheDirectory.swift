@@ -11,9 +11,10 @@ import Glibc
 /// A file appears under its final name complete and validated: by `rename(2)` of a temp file,
 /// or, for a body that was whole in memory and whose name is free, written there directly
 /// (``publishNew(_:as:)``: only a crash inside that one write can leave a short file there, and
-/// it has no index row). Leftovers in `tmp/` are removed when the folder is opened. Paths are resolved relative to descriptors opened once
-/// (`openat`/`renameat`), and the 256 fan-out folders are created when the folder is opened,
-/// so publishing a file is a rename and nothing else. A cache written by an earlier imgd in
+/// it has no index row). Leftovers in `tmp/` are removed when the folder is opened. Paths are
+/// resolved relative to descriptors opened once (`openat`/`renameat`), and the 256 fan-out
+/// folders are created when the folder is opened, so publishing a file never makes a folder
+/// (unless an operator removed one). A cache written by an earlier imgd in
 /// the two-level layout (`ab/cd/<64 hex>`) is moved to this one when opened
 /// (``movedFromTwoLevelLayout``).
 public final class CacheDirectory: Sendable {

@@ -6,7 +6,8 @@ import Glibc
 ///
 /// It is either published by ``CacheDirectory/publish(_:as:)`` or discarded; if neither happens
 /// (an error path forgot it), deinit removes it so no partial file is left behind. Owned by
-/// one thread at a time (the downloader's loop); not `Sendable`.
+/// one thread or serial queue at a time (the downloader's spill lane or its publisher); not
+/// `Sendable`.
 public final class TempFile {
     /// Absolute path, for messages.
     public let path: String

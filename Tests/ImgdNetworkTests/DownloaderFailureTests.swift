@@ -116,6 +116,10 @@ struct DownloaderFailureTests {
             "/img/t.png?w=64&h=64&cl=%2B10",
             "/img/t.png?w=64&h=64&cl=-10",
             "/img/t.jpg?w=64&h=64&bytes=5000&no_cl=1&close_after=1000",
+            // Past the in-memory buffer, so written by a spill lane: cut by the connection with a
+            // declared length, and, without one, found short by the check of the whole file.
+            "/img/big.png?w=64&h=64&bytes=300000&close_after=200000",
+            "/img/big.jpg?w=64&h=64&bytes=500000&no_cl=1&close_after=300000",
         ])
     func truncated(target: String) async throws {
         try await expectFailure(target) { $0.code == "truncated" }

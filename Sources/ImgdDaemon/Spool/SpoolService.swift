@@ -390,8 +390,9 @@ public final class SpoolService: @unchecked Sendable {
     /// On the queue: answers everything the downloader has handed over since the last time.
     private func takeAnswers() {
         let batch = answers.withLock { waiting in
-            defer { waiting.removeAll(keepingCapacity: true) }
-            return waiting
+            var taken: [(list: Int, url: ImageURL, result: Result<CachedImage, DownloadError>)] = []
+            swap(&taken, &waiting)
+            return taken
         }
         for answer in batch { answered(list: answer.list, url: answer.url, result: answer.result) }
     }

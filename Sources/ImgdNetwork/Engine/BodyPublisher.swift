@@ -11,7 +11,8 @@ import Glibc
 /// validate it and give it its final name, moved off the transfer loop in one piece.
 ///
 /// `@unchecked Sendable`: ownership moves — the loop hands it over and keeps no reference to
-/// its temp file or buffer; only the publisher's queue touches it afterwards.
+/// its buffer or spill; afterwards only the publisher touches it (on its spill's lane, then on
+/// its queue, one after the other).
 final class ArrivedBody: @unchecked Sendable {
     let url: ImageURL
     let key: CacheKey
@@ -102,6 +103,12 @@ final class BodyPublisher: @unchecked Sendable {
     private let validator: ImageValidator
     private let deliver: @Sendable ([PublishOutcome]) -> Void
     private let waiting = Atomic<Int>(0)
+    /// Bodies handed over whose outcome is not yet delivered (their space may be held).
+    private let uncommitted = Atomic<Int>(0)
+    /// Whether the engine had other transfers running or queued at its latest hand-over: a
+    /// spilled body reaches the batch later than a small one handed over after it, so the flag
+    /// it came with may be stale by then.
+    private let latestMoreExpected = Atomic<Bool>(false)
     /// Backlog at which the waiting engine is woken; 0 when it is not waiting.
     private let wakeAt = Atomic<Int>(0)
     private let wake: @Sendable () -> Void
@@ -145,19 +152,21 @@ final class BodyPublisher: @unchecked Sendable {
     /// batch on the publisher's queue.
     func publish(_ body: ArrivedBody, moreExpected: Bool) {
         waiting.add(1, ordering: .relaxed)
+        uncommitted.add(1, ordering: .relaxed)
+        latestMoreExpected.store(moreExpected, ordering: .relaxed)
         if let spill = body.spill {
             spill.lane.async { [self] in
                 let result = publishSpilled(body, spill: spill)
-                queue.async { [self] in batch(body, result, moreExpected: moreExpected) }
+                queue.async { [self] in batch(body, result) }
             }
         } else {
-            queue.async { [self] in batch(body, publishNow(body), moreExpected: moreExpected) }
+            queue.async { [self] in batch(body, publishNow(body)) }
         }
     }
 
     /// On the queue: counts `body` as written, adds its outcome (and row) to the batch, and
     /// commits the batch when it is due.
-    private func batch(_ body: ArrivedBody, _ result: Result<CachedImage, DownloadError>, moreExpected: Bool) {
+    private func batch(_ body: ArrivedBody, _ result: Result<CachedImage, DownloadError>) {
         let left = waiting.subtract(1, ordering: .relaxed).newValue
         let level = wakeAt.load(ordering: .relaxed)
         if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
@@ -170,7 +179,7 @@ final class BodyPublisher: @unchecked Sendable {
             body.reservation.release()
         }
         pendingOutcomes.append(PublishOutcome(key: body.key, jobSerial: body.jobSerial, result: result))
-        if pendingOutcomes.count >= Self.maxBatch || (left == 0 && !moreExpected) {
+        if pendingOutcomes.count >= Self.maxBatch || (left == 0 && !latestMoreExpected.load(ordering: .relaxed)) {
             commit()
         } else if !isCommitScheduled {
             isCommitScheduled = true
@@ -187,6 +196,7 @@ final class BodyPublisher: @unchecked Sendable {
     /// Called on the transfer loop. It cannot deadlock: nothing on the lanes or this queue waits
     /// for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks on the loop).
     func settle() {
+        guard uncommitted.load(ordering: .relaxed) > 0 else { return }
         drainSpills()
         queue.sync { commit() }
     }
@@ -213,6 +223,7 @@ final class BodyPublisher: @unchecked Sendable {
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
         pendingReservations.removeAll(keepingCapacity: true)
+        uncommitted.subtract(outcomes.count, ordering: .relaxed)
         deliver(outcomes)
     }
 

@@ -22,8 +22,8 @@ import Glibc
 /// Chunks waiting on all lanes together are capped by a ``SpillGate``: when the disk cannot keep
 /// up, the loop waits for it instead of holding the bodies in memory.
 ///
-/// `@unchecked Sendable`: `file`, `hasher` and `written` are touched only on `lane`; the
-/// failure is behind its mutex (the loop reads it).
+/// `@unchecked Sendable`: `file` and `hasher` are touched only on `lane`; the failure is behind
+/// its mutex (the loop reads it), and `isDiscarded` is atomic.
 final class BodySpill: @unchecked Sendable {
     let lane: DispatchQueue
     private let cache: CacheDirectory
@@ -32,6 +32,8 @@ final class BodySpill: @unchecked Sendable {
     private var file: TempFile?
     private var hasher = SHA256Hasher()
     private let failureBox = Mutex<StoreError?>(nil)
+    /// Set by ``discard()``: chunks still queued are dropped instead of written.
+    private let isDiscarded = Atomic<Bool>(false)
 
     init(lane: DispatchQueue, cache: CacheDirectory, key: CacheKey, gate: SpillGate) {
         self.lane = lane
@@ -49,7 +51,7 @@ final class BodySpill: @unchecked Sendable {
         gate.enter()
         lane.async { [self] in
             defer { gate.leave() }
-            guard failure == nil else { return }
+            guard failure == nil, !isDiscarded.load(ordering: .relaxed) else { return }
             do throws(StoreError) {
                 try write(chunk)
             } catch {
@@ -74,11 +76,13 @@ final class BodySpill: @unchecked Sendable {
         return (file, hasher.finish())
     }
 
-    /// Removes the temp file, after the chunks queued before (a failed or cancelled transfer),
-    /// and returns once it is gone: a caller may rely on the space being free (on a full
-    /// filesystem, the index cannot record the eviction that makes room until it is). Waits for
-    /// at most the gate's worth of writes.
+    /// Removes the temp file (a failed or cancelled transfer) and returns once it is gone: a
+    /// caller may rely on the space being free (on a full filesystem, the index cannot record
+    /// the eviction that makes room until it is). This body's chunks still queued are dropped
+    /// unwritten; the wait is for what the lane does before them for other bodies — at most the
+    /// gate's worth of chunks, and the header-and-end check and rename of bodies finishing.
     func discard() {
+        isDiscarded.store(true, ordering: .relaxed)
         lane.sync { file?.discard() }
     }
 

@@ -91,6 +91,11 @@ final class TransferEngine: @unchecked Sendable {
     private var waitingRetryCount = 0
     /// Jobs whose body is with the publisher.
     private var publishingCount = 0
+    /// Keys whose body is with the publisher, until its outcome comes back, also when the job
+    /// was cancelled meanwhile. A new transfer for such a key waits: a body under 64 KiB is
+    /// published on the publisher's queue and a larger one on a spill lane, and two bodies of
+    /// one key published at once could leave the file of one under the row of the other.
+    private var publishingKeys = Set<CacheKey>()
     private var jobSerial: UInt64 = 0
     private var failures: [CacheKey: RememberedFailure] = [:]
     private var nextFailureSweep = ContinuousClock.now
@@ -280,7 +285,7 @@ final class TransferEngine: @unchecked Sendable {
             }
             guard let job = queue.next(
                 isLive: { $0.state == .queued },
-                canStart: { self.hostCanStart($0.url.hostKey, now: now) })
+                canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
             else {
                 noteStall(now: now)
                 return
@@ -359,6 +364,7 @@ final class TransferEngine: @unchecked Sendable {
             // holding them back for the publisher's backlog): this row may wait to share their
             // index transaction.
             let queued = jobs.count - running.count - waitingRetryCount - publishingCount
+            publishingKeys.insert(job.key)
             publisher.publish(body, moreExpected: !running.isEmpty || queued > 0)
         case .failure(let error):
             settle(job, .failure(error))
@@ -392,6 +398,7 @@ final class TransferEngine: @unchecked Sendable {
     static let spaceToFreeOnENOSPC = 8 << 20
 
     private func published(_ outcome: PublishOutcome) {
+        publishingKeys.remove(outcome.key)
         // A job cancelled meanwhile has already answered its waiters; its file, if published,
         // is a valid cache entry all the same.
         guard let job = jobs[outcome.key], job.serial == outcome.jobSerial, job.state == .publishing else { return }
@@ -562,6 +569,9 @@ final class TransferEngine: @unchecked Sendable {
             }
         }
         for job in Array(jobs.values) { finish(job, .failure(.cancelled)) }
+        // Bodies already with the publisher are published and their rows committed before the
+        // engine reports itself stopped: the index is closed (and marked clean) after that.
+        publisher.settle()
         idleHandles.removeAll()
         multi = nil
         publishStatistics()
