@@ -83,9 +83,12 @@ public final class DiskCache: Sendable {
         return CachedEntry(entry: row, path: path)
     }
 
-    /// Records entries whose files are in place, counting them as stored.
-    public func record(_ entries: [IndexEntry]) throws(SQLiteError) {
-        budget.settle(reserved: 0, stored: try index.insert(entries))
+    /// Records entries whose files are in place, counting them as stored; `reserved` bytes held
+    /// for them are given back in the same step, so stored + reserved never counts a file twice
+    /// (a reading in between would see the cache over its cap). If the index refuses, nothing
+    /// changes: the caller still holds its reservations.
+    public func record(_ entries: [IndexEntry], releasing reserved: Int = 0) throws(SQLiteError) {
+        budget.settle(reserved: reserved, stored: try index.insert(entries))
     }
 
     /// Removes `key`'s row, then its file.

@@ -23,6 +23,10 @@ struct DiskLimitTests {
         try await withFixture(diskLimit: 50_000) { fixture in
             let first = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))
             _ = try await fixture.downloader.fetch(fixture.url("/img/b.png?bytes=20000"))
+            // Access times are in milliseconds: b's and the hit's must differ for "more recently"
+            // to mean anything, and on a fast machine both can fall in one millisecond.
+            let bFetched = WallClock.nowMilliseconds()
+            #expect(await eventually { WallClock.nowMilliseconds() > bFetched })
             _ = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))  // a hit: a is now recent
             _ = try await fixture.downloader.fetch(fixture.url("/img/c.png?bytes=20000"))
             #expect(fixture.disk.lookup(first.key) != nil, "a was used more recently than b")

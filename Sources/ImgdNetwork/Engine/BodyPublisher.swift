@@ -208,7 +208,9 @@ final class BodyPublisher: @unchecked Sendable {
         guard !pendingOutcomes.isEmpty else { return }
         var outcomes = pendingOutcomes
         do {
-            try disk.record(pendingRows)
+            // Recorded files now count as stored: the space held for them goes back at once.
+            try disk.record(pendingRows, releasing: pendingReservations.reduce(0) { $0 + $1.bytes })
+            for reservation in pendingReservations { reservation.settled() }
         } catch {
             outcomes = outcomes.map { outcome in
                 guard case .success(let image) = outcome.result else { return outcome }
@@ -218,8 +220,7 @@ final class BodyPublisher: @unchecked Sendable {
                     result: .failure(.disk("cannot record \(image.url) in the cache index: \(error)", outOfSpace: error.isDiskFull)))
             }
         }
-        // Recorded files now count as stored: the space held for them goes back.
-        for reservation in pendingReservations { reservation.release() }
+        for reservation in pendingReservations { reservation.release() }  // a no-op once settled
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
         pendingReservations.removeAll(keepingCapacity: true)

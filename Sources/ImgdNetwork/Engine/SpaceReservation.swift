@@ -57,6 +57,10 @@ final class SpaceReservation {
     /// Eviction passes one reservation may run before giving up.
     static let maxEvictionPasses = 8
 
+    /// The space was given back by the budget itself, in the step that counted the file as
+    /// stored (``DiskCache/record(_:releasing:)``): nothing is left to release.
+    func settled() { bytes = 0 }
+
     /// Gives the space back (the body failed, or its file is now counted as stored).
     func release() {
         guard bytes > 0 else { return }
