@@ -25,6 +25,11 @@ struct PrefetchCommandTests {
             #expect(Array(bytes) == TestHTTPServer.body(for: target))
         }
         #expect(server.maxInFlight <= 4)
+        // Closed cleanly: the index is whole in its one file, no WAL or shared-memory file left
+        // beside it to be copied along (a commit timer that outlived the run kept the index
+        // open at exit, so SQLite never removed them).
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/cache").filter { $0.hasPrefix("index.sqlite-") }
+        #expect(leftovers.isEmpty)
 
         let second = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache"], in: scratch.path)
         #expect(second.status == 0)

@@ -183,7 +183,7 @@ final class BodyPublisher: @unchecked Sendable {
             commit()
         } else if !isCommitScheduled {
             isCommitScheduled = true
-            queue.asyncAfter(deadline: .now() + Self.commitDelay) { [self] in commit() }
+            queue.asyncAfter(deadline: .now() + Self.commitDelay) { [weak self] in self?.commit() }
         }
     }
 
