@@ -143,11 +143,7 @@ public final class CacheDirectory: Sendable {
         let rootDescriptor = rootDescriptor
         var result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         if result != 0, errno == ENOENT {
-            // The fan-out folder was removed under us (an operator cleaning up): make it again, once.
-            let folder = Self.hexByte(key.fanOutBucket)
-            guard mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST else {
-                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
-            }
+            try remakeFanOutFolder(of: key, in: rootDescriptor)
             result = renameat(file.folderDescriptor, file.name, rootDescriptor, relativePath)
         }
         guard result == 0 else { throw .publishFailed(path: path(for: key), errno: errno) }
@@ -166,36 +162,34 @@ public final class CacheDirectory: Sendable {
     /// under a final name without a row — only after a crash in the middle of this write — is
     /// never served (lookups go by the row, and check its size) and is removed by the reconcile.
     /// On a failed write the file is removed before the error is thrown.
-    public func publishNew(_ bytes: UnsafeRawBufferPointer, as key: CacheKey) throws(StoreError) -> String? {
+    public func publishNew(_ bytes: [UInt8], as key: CacheKey) throws(StoreError) -> String? {
         let rootDescriptor = rootDescriptor
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW
         var fd = key.withRelativePath { openat(rootDescriptor, $0, flags, 0o644) }
         if fd < 0, errno == ENOENT {
-            // The fan-out folder was removed under us (an operator cleaning up): make it again, once.
-            let folder = Self.hexByte(key.fanOutBucket)
-            guard mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST else {
-                throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
-            }
+            try remakeFanOutFolder(of: key, in: rootDescriptor)
             fd = key.withRelativePath { openat(rootDescriptor, $0, flags, 0o644) }
         }
         if fd < 0 {
             if errno == EEXIST { return nil }
             throw .publishFailed(path: path(for: key), errno: errno)
         }
-        var written = 0
-        while written < bytes.count {
-            let result = write(fd, bytes.baseAddress! + written, bytes.count - written)
-            if result < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(fd)
-                _ = key.withRelativePath { unlinkat(rootDescriptor, $0, 0) }
-                throw .writeFailed(path: path(for: key), errno: code)
-            }
-            written += result
-        }
+        let failure = bytes.withUnsafeBytes { writeFully(fd, $0) }.errno
         close(fd)
+        if let failure {
+            _ = key.withRelativePath { unlinkat(rootDescriptor, $0, 0) }
+            throw .writeFailed(path: path(for: key), errno: failure)
+        }
         return path(for: key)
+    }
+
+    /// Makes `key`'s fan-out folder again: an operator cleaning up removed it under us. Called
+    /// once, when creating or renaming into it found it missing.
+    private func remakeFanOutFolder(of key: CacheKey, in rootDescriptor: Int32) throws(StoreError) {
+        let folder = Self.hexByte(key.fanOutBucket)
+        guard mkdirat(rootDescriptor, folder, 0o755) == 0 || errno == EEXIST else {
+            throw .cannotOpenFolder(path: root + "/" + folder, errno: errno)
+        }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

@@ -32,18 +32,16 @@ public final class TempFile {
 
     /// Appends `bytes`, retrying short writes and interrupts.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        guard var base = bytes.baseAddress else { return }
-        var remaining = bytes.count
-        while remaining > 0 {
-            let written = Glibc.write(fileDescriptor, base, remaining)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .writeFailed(path: path, errno: errno)
-            }
-            base += written
-            remaining -= written
-            count += written
-        }
+        let result = writeFully(fileDescriptor, bytes)
+        count += result.written
+        if let code = result.errno { throw .writeFailed(path: path, errno: code) }
+    }
+
+    /// Appends `bytes`, retrying short writes and interrupts.
+    public func write(_ bytes: [UInt8]) throws(StoreError) {
+        let result = bytes.withUnsafeBytes { writeFully(fileDescriptor, $0) }
+        count += result.written
+        if let code = result.errno { throw .writeFailed(path: path, errno: code) }
     }
 
     /// Closes and removes the file. Safe to call more than once.
@@ -61,4 +59,20 @@ public final class TempFile {
         close(fileDescriptor)
         fileDescriptor = -1
     }
+}
+
+/// Writes all of `bytes` to `fileDescriptor`, retrying short writes and interrupts: how many
+/// bytes went out, and the error that stopped it, if one did.
+func writeFully(_ fileDescriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> (written: Int, errno: Int32?) {
+    guard let base = bytes.baseAddress else { return (0, nil) }
+    var written = 0
+    while written < bytes.count {
+        let result = write(fileDescriptor, base + written, bytes.count - written)
+        if result < 0 {
+            if errno == EINTR { continue }
+            return (written, errno)
+        }
+        written += result
+    }
+    return (written, nil)
 }

@@ -54,20 +54,20 @@ struct CacheDirectoryTests {
         let cache = try CacheDirectory(root: root)
         let key = try ImageURL("http://example.com/new.png").cacheKey
         let body = [UInt8](repeating: 7, count: 5000)
-        let path = try body.withUnsafeBytes { try cache.publishNew($0, as: key) }
+        let path = try cache.publishNew(body, as: key)
         #expect(path == cache.path(for: key))
         #expect(FileManager.default.contents(atPath: cache.path(for: key)) == Data(body))
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
 
         // Taken: nothing is written, the old file stays as it was (the caller renames over it).
         let other = [UInt8](repeating: 9, count: 10)
-        #expect(try other.withUnsafeBytes { try cache.publishNew($0, as: key) } == nil)
+        #expect(try cache.publishNew(other, as: key) == nil)
         #expect(FileManager.default.contents(atPath: cache.path(for: key)) == Data(body))
 
         // An operator removed the fan-out folder: it is made again.
         let second = try ImageURL("http://example.com/second.png").cacheKey
         try FileManager.default.removeItem(atPath: root + "/" + String(second.hex.prefix(2)))
-        #expect(try other.withUnsafeBytes { try cache.publishNew($0, as: second) } == cache.path(for: second))
+        #expect(try cache.publishNew(other, as: second) == cache.path(for: second))
         #expect(cache.existingSize(of: second) == 10)
     }
 
@@ -78,12 +78,12 @@ struct CacheDirectoryTests {
         let cache = try CacheDirectory(root: mount.path + "/cache")
         let kept = try ImageURL("http://example.com/kept.png").cacheKey
         let small = [UInt8](repeating: 1, count: 4096)
-        _ = try small.withUnsafeBytes { try cache.publishNew($0, as: kept) }
+        _ = try cache.publishNew(small, as: kept)
 
         let key = try ImageURL("http://example.com/big.png").cacheKey
         let big = [UInt8](repeating: 2, count: 1024 * 1024)
         #expect {
-            try big.withUnsafeBytes { try cache.publishNew($0, as: key) }
+            try cache.publishNew(big, as: key)
         } throws: { error in
             guard let error = error as? StoreError, case .writeFailed(let path, _) = error else { return false }
             return error.isOutOfSpace && path == cache.path(for: key)

@@ -247,20 +247,16 @@ final class BodyPublisher: @unchecked Sendable {
             // file and a rename only when an older file has that name: see CacheDirectory.publishNew).
             let info = try validate(MemoryByteSource(body.buffer))
             let digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
-            var written: String?
-            var failure: StoreError?
-            body.buffer.withUnsafeBytes { bytes in
-                do throws(StoreError) { written = try cache.publishNew(bytes, as: body.key) } catch { failure = error }
-            }
-            if let failure { throw .disk(failure.description, outOfSpace: failure.isOutOfSpace) }
-            if let path = written { return .success(image(body, at: path, digest: digest, info: info)) }
             let file: TempFile
             do {
+                if let path = try cache.publishNew(body.buffer, as: body.key) {
+                    return .success(image(body, at: path, digest: digest, info: info))
+                }
                 file = try cache.makeTempFile(for: body.key)
+                try file.write(body.buffer)
             } catch {
                 throw .disk(error.description, outOfSpace: error.isOutOfSpace)
             }
-            try write(body.buffer, to: file)
             return .success(image(body, at: try rename(file, as: body.key), digest: digest, info: info))
         } catch {
             return .failure(error)
@@ -302,14 +298,6 @@ final class BodyPublisher: @unchecked Sendable {
             contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
             duration: body.duration, attempts: body.attempts)
         return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
-    }
-
-    private func write(_ bytes: [UInt8], to file: TempFile) throws(DownloadError) {
-        var failure: StoreError?
-        bytes.withUnsafeBytes { raw in
-            do throws(StoreError) { try file.write(raw) } catch { failure = error }
-        }
-        if let failure { throw .disk(failure.description, outOfSpace: failure.isOutOfSpace) }
     }
 
     private func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {

@@ -90,12 +90,8 @@ final class BodySpill: @unchecked Sendable {
         let file: TempFile
         if let existing = self.file { file = existing } else { file = try cache.makeTempFile(for: key) }
         self.file = file
-        var failure: StoreError?
-        bytes.withUnsafeBytes { raw in
-            hasher.update(raw)
-            do throws(StoreError) { try file.write(raw) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        bytes.withUnsafeBytes { hasher.update($0) }
+        try file.write(bytes)
     }
 }
 
