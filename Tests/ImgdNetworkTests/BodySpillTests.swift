@@ -1,0 +1,75 @@
+import Dispatch
+import Foundation
+import ImgdCore
+import ImgdStore
+import ImgdTestSupport
+import Synchronization
+import Testing
+
+@testable import ImgdNetwork
+
+/// The spill lanes on their own: order, digest, and the cap on chunks waiting for the disk.
+@Suite("Spill lanes")
+struct BodySpillTests {
+    @Test("chunks past the gate's limit wait for the lane; all arrive in order, with the body's digest")
+    func gateHoldsTheLoop() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let cache = try CacheDirectory(root: root)
+        let lane = DispatchQueue(label: "test-spill-lane")
+        let spill = BodySpill(
+            lane: lane, cache: cache, key: try ImageURL("http://example.com/big.png").cacheKey, gate: SpillGate())
+        let chunks = (0...SpillGate.limit).map { index in [UInt8](repeating: UInt8(index % 251), count: 1000) }
+
+        // The disk is stuck: the lane does nothing until resumed.
+        lane.suspend()
+        let handedOver = Counter()
+        let appending = Task {
+            await onOwnThread {
+                for chunk in chunks {
+                    spill.append(chunk)
+                    handedOver.value.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(await eventually { handedOver.value.load(ordering: .relaxed) == SpillGate.limit })
+        // Asserting that something does not happen needs a little time: the one chunk past the
+        // limit is still held back while the lane is stuck.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(handedOver.value.load(ordering: .relaxed) == SpillGate.limit)
+
+        lane.resume()
+        await appending.value
+        #expect(handedOver.value.load(ordering: .relaxed) == chunks.count)
+        let tail: [UInt8] = [1, 2, 3]
+        let (file, digest) = try lane.sync { try spill.finish(tail: tail) }
+        defer { file.discard() }
+        let expected = chunks.flatMap { $0 } + tail
+        #expect(digest == SHA256Digest(of: expected))
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: file.path))) == expected)
+    }
+
+    @Test("a discarded spill leaves no temp file, chunks still queued included")
+    func discardDropsQueuedChunks() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let cache = try CacheDirectory(root: root)
+        let lane = DispatchQueue(label: "test-spill-lane")
+        let spill = BodySpill(
+            lane: lane, cache: cache, key: try ImageURL("http://example.com/gone.png").cacheKey, gate: SpillGate())
+        spill.append([UInt8](repeating: 1, count: 1000))
+        lane.sync {}  // the first chunk is in its temp file
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).count == 1)
+        lane.suspend()
+        spill.append([UInt8](repeating: 2, count: 1000))
+        lane.resume()
+        spill.discard()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
+        #expect(spill.failure == nil)
+    }
+}
+
+/// A counter both the test and the appending thread can hold.
+private final class Counter: Sendable {
+    let value = Atomic<Int>(0)
+}
