@@ -23,6 +23,9 @@ public struct DownloadPolicy: Sendable, Equatable {
     public var maxPixels: Int = 100_000_000
     /// Proxy URL; nil means none, and proxies from the environment are never used silently.
     public var proxy: String?
+    /// A file of PEM certificates trusted for https instead of the system's store (a private
+    /// CA); nil (the default) uses the system trust store.
+    public var caFile: String?
     /// `User-Agent` header.
     public var userAgent: String = "imgd/\(ImgdVersion.string)"
     /// Peer addresses refused (default ``AddressPolicy/default``).
