@@ -68,6 +68,15 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(code): \(message)" }
 
+    /// True for failures of this machine rather than of the URL (the disk, the cache's cap, a
+    /// cancel): they are never remembered against the URL.
+    public var isLocal: Bool {
+        switch self {
+        case .disk, .diskFull, .cancelled: true
+        default: false
+        }
+    }
+
     /// True for failures worth another attempt: they may pass by themselves.
     /// 404, 410, not_image, policy_denied and the like are final.
     var isTransient: Bool {

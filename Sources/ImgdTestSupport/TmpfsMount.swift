@@ -24,6 +24,13 @@ public struct TmpfsMount {
         }
     }
 
+    /// Grows or shrinks the filesystem in place (space given back to a full disk).
+    public func resize(bytes: Int) throws {
+        guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT), "size=\(bytes)") == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
+        }
+    }
+
     public func unmount() {
         umount2(path, Int32(MNT_DETACH))
         try? FileManager.default.removeItem(atPath: path)

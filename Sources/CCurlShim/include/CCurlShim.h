@@ -1,8 +1,8 @@
 // Typed, non-variadic wrappers for libcurl's variadic entry points.
 //
-// Swift cannot call C variadic functions, so every `curl_easy_setopt`, `curl_easy_getinfo`
-// and `curl_multi_setopt` call the Swift code makes goes through one of these, chosen by the
-// type of the option's argument. Nothing else lives here: policy is in Swift.
+// Swift cannot call C variadic functions, so every `curl_easy_setopt`, `curl_easy_getinfo`,
+// `curl_multi_setopt` and `curl_share_setopt` call the Swift code makes goes through one of
+// these, chosen by the type of the option's argument. Nothing else lives here: policy is in Swift.
 #ifndef IMGD_CCURLSHIM_H
 #define IMGD_CCURLSHIM_H
 
@@ -23,6 +23,9 @@ static inline CURLcode imgd_easy_setopt_string(CURL *handle, CURLoption option, 
     return curl_easy_setopt(handle, option, value);
 }
 static inline CURLcode imgd_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode imgd_easy_setopt_share(CURL *handle, CURLoption option, CURLSH *value) {
     return curl_easy_setopt(handle, option, value);
 }
 static inline CURLcode imgd_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
@@ -48,6 +51,10 @@ static inline CURLcode imgd_easy_getinfo_string(CURL *handle, CURLINFO info, cha
 }
 static inline CURLcode imgd_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLSHcode imgd_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
+    return curl_share_setopt(handle, option, value);
 }
 
 static inline CURLMcode imgd_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {

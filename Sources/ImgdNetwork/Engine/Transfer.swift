@@ -86,7 +86,7 @@ final class Transfer {
     /// libcurl's message for the failure, or "".
     var errorDetail: String { String(cString: errorBuffer) }
 
-    /// Applies imgd's policy to the (freshly reset) easy handle.
+    /// Applies imgd's policy to the transfer's fresh easy handle.
     func configure(_ policy: DownloadPolicy) throws(CurlSetupError) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_URL, job.url.normalized)
@@ -112,7 +112,9 @@ final class Transfer {
         // plain http a new host's answer comes with its first response: every other transfer to
         // it would wait for that (a slow or stalled first image holds back the whole host).
         try easy.set(CURLOPT_PIPEWAIT, job.url.scheme == "https")
-        try easy.set(CURLOPT_BUFFERSIZE, 64 * 1024)
+        // A private CA's certificates replace the system's store for this transfer; without a
+        // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
+        if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: me)

@@ -99,7 +99,9 @@ final class TransferEngine: @unchecked Sendable {
     private var jobSerial: UInt64 = 0
     private var failures: [CacheKey: RememberedFailure] = [:]
     private var nextFailureSweep = ContinuousClock.now
-    private var idleHandles: [CurlEasy] = []
+    /// TLS sessions shared by every transfer's handle (see ``CurlShare``); released after the
+    /// multi handle, when no easy handle is left.
+    private var share: CurlShare?
     private var counters = DownloaderStatistics()
 
     init(policy: DownloadPolicy, cache: DiskCache) throws(CurlSetupError) {
@@ -110,6 +112,7 @@ final class TransferEngine: @unchecked Sendable {
         multi.set(CURLMOPT_MAXCONNECTS, max(32, policy.maxParallel * 2))
         multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         self.multi = multi
+        self.share = try CurlShare()
         self.waker = multi.waker
         self.policy = policy
         self.cache = cache.directory
@@ -310,13 +313,15 @@ final class TransferEngine: @unchecked Sendable {
         return host.running < policy.maxPerHost
     }
 
+    /// Starts `job` on a fresh easy handle. A handle whose set-up fails goes with the job's
+    /// failure: it is never added, pooled or seen by another transfer.
     private func start(_ job: Job) {
         job.attempts += 1
         let easy: CurlEasy
         do throws(CurlSetupError) {
-            if let idle = idleHandles.popLast() { easy = idle } else { easy = try CurlEasy() }
+            easy = try CurlEasy(share: share)
         } catch {
-            finish(job, .failure(.network(error.description)))
+            finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")))
             return
         }
         let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle,
@@ -324,12 +329,10 @@ final class TransferEngine: @unchecked Sendable {
         do {
             try transfer.configure(policy)
         } catch {
-            recycle(easy)
             finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")))
             return
         }
         guard multi!.add(easy) else {
-            recycle(easy)
             finish(job, .failure(.network("libcurl could not add the transfer")))
             return
         }
@@ -338,11 +341,6 @@ final class TransferEngine: @unchecked Sendable {
         running[easy.handle] = transfer
         hosts[job.url.hostKey, default: HostState()].running += 1
         counters.started += 1
-    }
-
-    private func recycle(_ easy: CurlEasy) {
-        easy.reset()
-        if idleHandles.count < policy.maxParallel { idleHandles.append(easy) }
     }
 
     // MARK: - Completing
@@ -354,8 +352,8 @@ final class TransferEngine: @unchecked Sendable {
         let job = transfer.job
         job.transfer = nil
         hosts[job.url.hostKey]?.running -= 1
+        // The handle goes with the transfer once `conclude` has read what it needs from it.
         let arrival = conclude(transfer, result: result)
-        recycle(transfer.easy)
         switch arrival {
         case .success(let body):
             // The slot is free now; the disk work happens on the publisher while the loop goes on.
@@ -507,7 +505,6 @@ final class TransferEngine: @unchecked Sendable {
             multi?.remove(transfer.easy)
             hosts[job.url.hostKey]?.running -= 1
             transfer.discard()
-            recycle(transfer.easy)
             job.transfer = nil
         }
         move(job, to: .finished)
@@ -519,7 +516,11 @@ final class TransferEngine: @unchecked Sendable {
             counters.cancelled += 1
         case .failure(let error):
             counters.failed += 1
-            failures[job.key] = RememberedFailure(url: job.url.normalized, error: error, until: .now + policy.failureMemory)
+            // Only what the URL did is remembered: a full disk or cache says nothing about the
+            // URL, and once space is back the next request must fetch it.
+            if !error.isLocal {
+                failures[job.key] = RememberedFailure(url: job.url.normalized, error: error, until: .now + policy.failureMemory)
+            }
         }
         for token in job.waiters { token.answer(outcome) }
         job.waiters = []
@@ -572,8 +573,8 @@ final class TransferEngine: @unchecked Sendable {
         // Bodies already with the publisher are published and their rows committed before the
         // engine reports itself stopped: the index is closed (and marked clean) after that.
         publisher.settle()
-        idleHandles.removeAll()
         multi = nil
+        share = nil
         publishStatistics()
         let waiters = stopped.withLock { state in
             state.done = true
