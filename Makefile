@@ -7,8 +7,8 @@
 SWIFT ?= swift
 # Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, through pkg-config.
 BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev pkg-config
-# The tests also drive the curl and sqlite3 command-line tools.
-TEST_PACKAGES := curl sqlite3
+# The tests also drive the curl and sqlite3 command-line tools, and make their TLS certificates with openssl.
+TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
 .PHONY: run test build deps test-deps bench clean

@@ -17,6 +17,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // Tests only: the test server speaks TLS and HTTP/2 (ALPN) as CDNs do.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.35.0"),
     ],
     targets: [
         // MARK: C libraries, reached through pkg-config.
@@ -104,8 +107,8 @@ let package = Package(
         /// glibc's posix_spawn extensions (close every other descriptor, change folder), for
         /// starting the real binaries from tests without Foundation's Process.
         .target(name: "CSpawnShim"),
-        /// A real HTTP server on 127.0.0.1 with scripted misbehaviour, generated images, and
-        /// child processes.
+        /// A real HTTP server on 127.0.0.1 (plain HTTP/1.1, or TLS with HTTP/2 and HTTP/1.1 by
+        /// ALPN) with scripted misbehaviour, test certificates, generated images, and child processes.
         .target(
             name: "ImgdTestSupport",
             dependencies: [
@@ -113,6 +116,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(

@@ -50,12 +50,16 @@ final class TestHTTPHandler: ChannelInboundHandler {
     /// The delay or next slow piece, cancelled when the connection closes.
     private var pendingStep: Scheduled<Void>?
 
-    init(state: TestHTTPServerState) {
+    /// False over TLS, where ``TestConnectionTracker`` counts the connection.
+    private let tracksConnection: Bool
+
+    init(state: TestHTTPServerState, tracksConnection: Bool = true) {
         self.state = state
+        self.tracksConnection = tracksConnection
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if !state.connectionOpened(context.channel) {
+        if tracksConnection, !state.connectionOpened(context.channel) {
             context.close(promise: nil)
         }
         context.fireChannelActive()
@@ -69,7 +73,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         for _ in requests { state.requestFinished() }
         requests.removeAll()
         answering = nil
-        state.connectionClosed(context.channel)
+        if tracksConnection { state.connectionClosed(context.channel) }
         context.fireChannelInactive()
     }
 

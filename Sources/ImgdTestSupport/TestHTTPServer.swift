@@ -1,9 +1,12 @@
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
+import NIOSSL
 
 /// A real HTTP/1.1 server on 127.0.0.1 whose responses are scripted by the request-target, for
-/// testing a downloader against good and bad servers alike.
+/// testing a downloader against good and bad servers alike. Started with ``TLS`` it speaks
+/// https instead, HTTP/2 or HTTP/1.1 as ALPN chooses (as CDNs do), with the same routes.
 ///
 /// Routes: `/img/NAME.png|gif|jpg?w=W&h=H&bytes=N&seed=S` (8×8 by default, the PNG seed derived
 /// from NAME), `/html`, `/status/CODE`, `/huge.png` (declares 100000×100000 pixels),
@@ -26,30 +29,63 @@ public final class TestHTTPServer: Sendable {
     /// The listening port, chosen by the kernel.
     public let port: Int
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, state: TestHTTPServerState, port: Int) {
+    private init(
+        group: MultiThreadedEventLoopGroup, channel: any Channel, state: TestHTTPServerState, port: Int, isTLS: Bool
+    ) {
         self.group = group
         self.channel = channel
         self.state = state
         self.port = port
+        self.isTLS = isTLS
     }
 
-    /// Starts a server on 127.0.0.1 on an ephemeral port.
-    public static func start() async throws -> TestHTTPServer {
+    /// How a server speaks TLS: its certificate and key (PEM files, e.g. from
+    /// ``TestCertificates``) and the protocols it offers by ALPN, in its order of preference.
+    public struct TLS: Sendable {
+        public var certificate: String
+        public var key: String
+        /// `["h2", "http/1.1"]` by default; `["http/1.1"]` for https without HTTP/2.
+        public var protocols: [String]
+
+        public init(certificate: String, key: String, protocols: [String] = ["h2", "http/1.1"]) {
+            self.certificate = certificate
+            self.key = key
+            self.protocols = protocols
+        }
+
+        /// The pair's certificate and key.
+        public init(_ pair: TestCertificates.Pair, protocols: [String] = ["h2", "http/1.1"]) {
+            self.init(certificate: pair.certificate, key: pair.key, protocols: protocols)
+        }
+    }
+
+    /// True when this server speaks https.
+    public let isTLS: Bool
+
+    /// Starts a server on 127.0.0.1 on an ephemeral port: plain HTTP/1.1, or https with `tls`.
+    public static func start(tls: TLS? = nil) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let state = TestHTTPServerState()
         do {
+            let sslContext = try tls.map { tls in
+                var configuration = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificate).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
+                configuration.applicationProtocols = tls.protocols
+                return try NIOSSLContext(configuration: configuration)
+            }
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 // Slow bodies go out in small timed pieces: Nagle must not merge them.
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        // NIO's decoder caps a request head (80 KiB per field and in all).
-                        try channel.pipeline.syncOperations.addHandlers(
-                            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                            TestHTTPHandler(state: state))
+                    guard let sslContext else {
+                        return channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandlers(Self.http1Handlers(state: state))
+                        }
                     }
+                    return Self.configureTLS(channel, context: sslContext, state: state)
                 }
                 .bind(host: "127.0.0.1", port: 0)
                 .get()
@@ -57,15 +93,49 @@ public final class TestHTTPServer: Sendable {
                 try? await channel.close()
                 throw ChannelError.unknownLocalAddress
             }
-            return TestHTTPServer(group: group, channel: channel, state: state, port: port)
+            return TestHTTPServer(group: group, channel: channel, state: state, port: port, isTLS: tls != nil)
         } catch {
             try? await group.shutdownGracefully()
             throw error
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
-    public var origin: String { "http://127.0.0.1:\(port)" }
+    /// The handlers of an HTTP/1.1 connection. NIO's decoder caps a request head (80 KiB per
+    /// field and in all).
+    private static func http1Handlers(state: TestHTTPServerState, tracksConnection: Bool = true) -> [any ChannelHandler] {
+        [
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
+            TestHTTPHandler(state: state, tracksConnection: tracksConnection),
+        ]
+    }
+
+    /// TLS, then HTTP/2 (each stream served by a ``TestHTTP2StreamHandler``) or HTTP/1.1, as ALPN chose.
+    private static func configureTLS(
+        _ channel: any Channel, context: NIOSSLContext, state: TestHTTPServerState
+    ) -> EventLoopFuture<Void> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(TestConnectionTracker(state: state))
+            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+        }.flatMap {
+            channel.configureHTTP2SecureUpgrade(
+                h2ChannelConfigurator: { channel in
+                    channel.configureHTTP2Pipeline(mode: .server) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandlers(
+                                HTTP2FramePayloadToHTTP1ServerCodec(), TestHTTP2StreamHandler(state: state))
+                        }
+                    }.map { _ in }
+                },
+                http1ChannelConfigurator: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers(http1Handlers(state: state, tracksConnection: false))
+                    }
+                })
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, or `https://…` for a TLS server.
+    public var origin: String { "\(isTLS ? "https" : "http")://127.0.0.1:\(port)" }
 
     /// The origin followed by `pathAndQuery` (which starts with `/`).
     public func url(_ pathAndQuery: String) -> String { origin + pathAndQuery }
@@ -83,6 +153,9 @@ public final class TestHTTPServer: Sendable {
     }
 
     public var totalRequests: Int { state.counters.requestLog.count }
+
+    /// Requests that came as HTTP/2 streams (the rest came over HTTP/1.1).
+    public var http2Requests: Int { state.counters.http2Requests }
 
     /// Request-targets in arrival order.
     public var requestLog: [String] { state.counters.requestLog }

@@ -15,6 +15,8 @@ final class TestHTTPServerState: Sendable {
         var inFlight = 0
         var maxInFlight = 0
         var connectionsAccepted = 0
+        /// Requests that came as HTTP/2 streams.
+        var http2Requests = 0
     }
 
     /// Everything the lock guards.
@@ -35,8 +37,9 @@ final class TestHTTPServerState: Sendable {
     // MARK: Requests
 
     /// Records a request head and returns its attempt number (1-based) for that exact target.
-    func requestArrived(_ target: String) -> Int {
+    func requestArrived(_ target: String, isHTTP2: Bool = false) -> Int {
         state.withLock { locked in
+            if isHTTP2 { locked.counters.http2Requests += 1 }
             locked.counters.requestLog.append(target)
             let attempt = locked.counters.requestCounts[target, default: 0] + 1
             locked.counters.requestCounts[target] = attempt

@@ -82,7 +82,7 @@ struct DownloaderSchedulingTests {
         }
     }
 
-    @Test("an on-demand request jumps ahead of queued prefetches")
+    @Test("an on-demand request jumps ahead of queued prefetches and takes the running prefetch's slot")
     func priority() async throws {
         let policy = DownloaderFixture.testPolicy { $0.maxParallel = 1 }
         try await withFixture(policy: policy) { fixture in
@@ -97,12 +97,21 @@ struct DownloaderSchedulingTests {
                 #expect(await eventually { fixture.downloader.statistics.queued == 5 })
                 let urgent = try fixture.url("/img/urgent.png")
                 group.addTask { _ = try await fixture.downloader.fetch(urgent, priority: .onDemand) }
-                #expect(await eventually { fixture.downloader.statistics.queued == 6 })
+                // It does not wait for the slot: the held prefetch gives way and goes back to the
+                // front of the queue, and the urgent image arrives while the gate is still shut.
+                #expect(await eventually { fixture.server.requestCount("/img/urgent.png") == 1 })
+                #expect(await eventually { fixture.downloader.statistics.succeeded == 1 })
+                #expect(fixture.downloader.statistics.preempted == 1)
+                // The slot is free again: the prefetch that gave way goes first, before the other five.
+                #expect(await eventually { fixture.server.requestCount("/img/blocker.png?gate=go") == 2 })
+                #expect(fixture.downloader.statistics.queued == 5)
                 fixture.server.openGate("go")
                 try await group.waitForAll()
             }
-            #expect(fixture.server.requestLog.count == 7)
+            #expect(fixture.server.requestLog.count == 8, "the preempted blocker is asked again")
             #expect(fixture.server.requestLog[1] == "/img/urgent.png")
+            #expect(fixture.server.requestLog[2] == "/img/blocker.png?gate=go", "put back at the front, not failed")
+            #expect(fixture.downloader.statistics.failed == 0)
         }
     }
 

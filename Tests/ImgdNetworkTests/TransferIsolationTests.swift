@@ -54,18 +54,42 @@ struct TransferIsolationTests {
         }
     }
 
-    @Test("after each failure class, good URLs all arrive", arguments: Failure.allCases, [1, 8])
-    func failureThenGood(failure: Failure, cap: Int) async throws {
-        try await withFixture(policy: Self.policy(cap: cap)) { fixture in
+    /// Where the failure and the good batch go: plain HTTP/1.1, or https with HTTP/2 (a
+    /// handle's HTTP/2 stream state was one way a transfer reached the next); one slot or eight.
+    struct Setup: CustomTestStringConvertible, Sendable {
+        let http2: Bool
+        let cap: Int
+        var testDescription: String { "\(http2 ? "h2" : "http/1.1") cap \(cap)" }
+        static let all = [false, true].flatMap { http2 in [1, 8].map { Setup(http2: http2, cap: $0) } }
+    }
+
+    @Test("after each failure class, good URLs all arrive", arguments: Failure.allCases, Setup.all)
+    func failureThenGood(failure: Failure, setup: Setup) async throws {
+        var policy = Self.policy(cap: setup.cap)
+        var tls: TestHTTPServer.TLS?
+        if setup.http2 {
+            let certificates = try await TestCertificates.shared()
+            policy.caFile = certificates.caFile
+            tls = TestHTTPServer.TLS(certificates.valid)
+        }
+        try await withFixture(policy: policy, tls: tls) { fixture in
             let error = try await provoke(failure, in: fixture)
             #expect(error?.code == failure.code, "\(failure): got \(String(describing: error))")
-            try await expectGoodBatch(in: fixture, tag: "\(failure.rawValue)-\(cap)")
+            try await expectGoodBatch(in: fixture, tag: "\(failure.rawValue)-\(setup.cap)")
+            #expect(fixture.server.http2Requests == (setup.http2 ? fixture.server.totalRequests : 0))
         }
     }
 
-    @Test("failures of every class interleaved with good URLs, at cap 8")
-    func interleaved() async throws {
-        try await withFixture(policy: Self.policy(cap: 8)) { fixture in
+    @Test("failures of every class interleaved with good URLs, at cap 8", arguments: [false, true])
+    func interleaved(http2: Bool) async throws {
+        var policy = Self.policy(cap: 8)
+        var tls: TestHTTPServer.TLS?
+        if http2 {
+            let certificates = try await TestCertificates.shared()
+            policy.caFile = certificates.caFile
+            tls = TestHTTPServer.TLS(certificates.valid)
+        }
+        try await withFixture(policy: policy, tls: tls) { fixture in
             for failure in Failure.allCases where failure != .cancelled {
                 async let bad = provoke(failure, in: fixture)
                 async let good: Void = expectGoodBatch(in: fixture, tag: "mixed-\(failure.rawValue)", count: 8)
@@ -103,7 +127,14 @@ struct TransferIsolationTests {
         case .connect:
             return await fixture.failure(url: try ImageURL("http://127.0.0.1:\(try closedPort())/a.png"))
         case .tls:
-            return await fixture.failure(url: try ImageURL("https://127.0.0.1:\(port)/img/tls.png"))
+            // https spoken to a plain-HTTP server.
+            guard fixture.server.isTLS else {
+                return await fixture.failure(url: try ImageURL("https://127.0.0.1:\(port)/img/tls.png"))
+            }
+            let plain = try await TestHTTPServer.start()
+            let error = await fixture.failure(url: try ImageURL("https://127.0.0.1:\(plain.port)/img/tls.png"))
+            try await plain.shutdown()
+            return error
         case .timeout:
             // The server answers after the whole attempt's time is up.
             return try await withFixtureTimeout(fixture) { try await fixture.failure("/img/late.png?delay_ms=4000") }

@@ -41,7 +41,9 @@ final class Transfer {
     /// Space held against the cache's cap for this body.
     let reservation: SpaceReservation
     /// The Content-Length, read with the first body bytes (nil: not declared).
-    private var declaredLength: Int?
+    private(set) var declaredLength: Int?
+    /// When the first byte of a 2xx body arrived (the pace is judged from then).
+    private(set) var bodyStartedAt: ContinuousClock.Instant?
 
     private let maxBodyBytes: Int
     private let addresses: AddressPolicy
@@ -135,6 +137,7 @@ final class Transfer {
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
+        if bodyStartedAt == nil { bodyStartedAt = .now }
         if let failure = spill?.failure {
             abort = .disk(failure)
             return 0

@@ -99,6 +99,8 @@ final class TransferEngine: @unchecked Sendable {
     private var jobSerial: UInt64 = 0
     private var failures: [CacheKey: RememberedFailure] = [:]
     private var nextFailureSweep = ContinuousClock.now
+    private var nextShareCheck = ContinuousClock.now
+    private var nextPaceCheck = ContinuousClock.now
     /// TLS sessions shared by every transfer's handle (see ``CurlShare``); released after the
     /// multi handle, when no easy handle is left.
     private var share: CurlShare?
@@ -108,7 +110,7 @@ final class TransferEngine: @unchecked Sendable {
         guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
         let multi = try CurlMulti()
         // Our own caps decide what runs; these only keep libcurl's connection pool in proportion.
-        multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, policy.maxPerHost)
+        multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(policy))
         multi.set(CURLMOPT_MAXCONNECTS, max(32, policy.maxParallel * 2))
         multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         self.multi = multi
@@ -122,6 +124,11 @@ final class TransferEngine: @unchecked Sendable {
             deliver: { [weak self] outcomes in self?.send(.published(outcomes)) },
             wake: { [weak self] in self?.nudge() })
     }
+
+    /// libcurl's own per-host connection limit: twice our cap. Our cap decides what runs; at
+    /// exactly the cap, a transfer started in the slot of one just preempted waited in libcurl's
+    /// pending list for seconds, until another transfer to that host ended.
+    static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int { policy.maxPerHost * 2 }
 
     /// Starts the loop thread (a plain pthread: its whole life is one loop).
     func start() {
@@ -190,7 +197,9 @@ final class TransferEngine: @unchecked Sendable {
             while let (easy, result) = multi!.nextCompleted() {
                 complete(easy: easy, result: result)
             }
+            endHopelessTransfers(now: .now)
             startTransfers(now: .now)
+            shareSlotsFairly(now: .now)
             sweepFailures(now: .now)
             publishStatistics()
             multi!.poll(timeoutMilliseconds: pollTimeout())
@@ -213,7 +222,7 @@ final class TransferEngine: @unchecked Sendable {
             if let key { failures[key] = nil } else { failures.removeAll() }
         case .updatePolicy(let newPolicy):
             policy = newPolicy
-            multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, newPolicy.maxPerHost)
+            multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
         case .listFailures(let reply):
             let now = ContinuousClock.now
@@ -281,20 +290,137 @@ final class TransferEngine: @unchecked Sendable {
             guard let lapse = stallLapsesAt, now >= lapse else { return }
             isQueueStalled = false
         }
-        while running.count < policy.maxParallel {
+        while true {
             if publisher.backlog >= publishBacklog {
                 publisher.wakeWhenBacklog(reaches: publishBacklog / 2)
                 return
             }
-            guard let job = queue.next(
-                isLive: { $0.state == .queued },
-                canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
-            else {
+            if running.count < policy.maxParallel {
+                if let job = queue.next(
+                    isLive: { $0.state == .queued },
+                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
+                {
+                    start(job)
+                    continue
+                }
+                if startOnDemandByPreempting(now: now) { continue }
                 noteStall(now: now)
                 return
             }
-            start(job)
+            if startOnDemandByPreempting(now: now) { continue }
+            return
         }
+    }
+
+    // MARK: - Sharing the slots
+
+    /// An on-demand request never waits behind prefetches for a slot: when the caps hold back a
+    /// queued on-demand job, a running prefetch gives way — one on the job's host if that host
+    /// is at its cap, else any — the one with the fewest bytes received, so the least work is
+    /// lost. Returns true when it started the on-demand job.
+    private func startOnDemandByPreempting(now: ContinuousClock.Instant) -> Bool {
+        guard let job = queue.next(
+            priority: .onDemand, isLive: { $0.state == .queued },
+            canStart: { !self.publishingKeys.contains($0.key) && !self.isBackingOff($0.url.hostKey, now: now) })
+        else { return false }
+        let host = job.url.hostKey
+        let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
+        let victim = running.values
+            .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }
+            .min { $0.bytesReceived < $1.bytesReceived }
+        let globalFull = running.count >= policy.maxParallel
+        guard victim != nil || (!hostFull && !globalFull) else {
+            queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
+            return false
+        }
+        if let victim, hostFull || globalFull { preempt(victim) }
+        start(job)
+        return true
+    }
+
+    /// One list cannot hold every slot for long while another waits: when all slots are taken
+    /// and a list with queued work runs fewer than its fair share (the slots divided among the
+    /// lists with work), a transfer of a list above its share that has run longer than
+    /// `policy.fairShareGrace` gives way to it. One hand-over per check, every 250 ms at most.
+    private func shareSlotsFairly(now: ContinuousClock.Instant) {
+        guard now >= nextShareCheck else { return }
+        nextShareCheck = now + Self.shareCheckInterval
+        guard running.count >= policy.maxParallel else { return }
+        let waiting = queue.submitters(at: .prefetch)
+        guard !waiting.isEmpty else { return }
+        var runningBySubmitter: [SubmitterID: Int] = [:]
+        for transfer in running.values where transfer.job.priority == .prefetch {
+            runningBySubmitter[transfer.job.submitter, default: 0] += 1
+        }
+        let share = max(1, policy.maxParallel / Set(runningBySubmitter.keys).union(waiting).count)
+        let candidates = running.values.filter {
+            $0.job.priority == .prefetch && runningBySubmitter[$0.job.submitter, default: 0] > share
+                && now - $0.startedAt >= policy.fairShareGrace
+        }
+        guard let victim = candidates.min(by: { $0.bytesReceived < $1.bytesReceived }) else { return }
+        let freedHost = victim.job.url.hostKey
+        for submitter in waiting where runningBySubmitter[submitter, default: 0] < share {
+            let job = queue.next(
+                priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
+                canStart: {
+                    !self.publishingKeys.contains($0.key)
+                        && (self.hostCanStart($0.url.hostKey, now: now)
+                            || ($0.url.hostKey == freedHost && !self.isBackingOff(freedHost, now: now)))
+                })
+            guard let job else { continue }
+            preempt(victim)
+            start(job)
+            return
+        }
+    }
+
+    /// How often ``shareSlotsFairly(now:)`` and ``endHopelessTransfers(now:)`` look.
+    static let shareCheckInterval: Duration = .milliseconds(250)
+    static let paceCheckInterval: Duration = .milliseconds(500)
+
+    /// Ends every transfer whose pace cannot finish its declared body within the attempt's time
+    /// (``TransferPace``), as a timeout, instead of letting it hold its slot to the end.
+    private func endHopelessTransfers(now: ContinuousClock.Instant) {
+        guard now >= nextPaceCheck else { return }
+        nextPaceCheck = now + Self.paceCheckInterval
+        for transfer in Array(running.values) {
+            guard let reason = TransferPace.shortfall(
+                received: transfer.bytesReceived, declared: transfer.declaredLength,
+                bodyStartedAt: transfer.bodyStartedAt, startedAt: transfer.startedAt, now: now,
+                timeout: policy.totalTimeout)
+            else { continue }
+            let job = transfer.job
+            detach(transfer)
+            counters.pacedOut += 1
+            settle(job, .failure(.timeout(reason)))
+        }
+    }
+
+    /// Takes a running prefetch off its slot and puts its job back at the front of its list's
+    /// queue: not failed, and the attempt is not counted.
+    private func preempt(_ transfer: Transfer) {
+        let job = transfer.job
+        detach(transfer)
+        job.attempts -= 1
+        move(job, to: .queued)
+        queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
+        counters.preempted += 1
+    }
+
+    /// Stops a running transfer and frees its slot: libcurl lets go of the handle, the temp file
+    /// and the space held go, and the job is left to the caller.
+    private func detach(_ transfer: Transfer) {
+        isQueueStalled = false
+        running[transfer.easy.handle] = nil
+        multi?.remove(transfer.easy)
+        hosts[transfer.job.url.hostKey]?.running -= 1
+        transfer.discard()
+        transfer.job.transfer = nil
+    }
+
+    private func isBackingOff(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
+        guard let until = hosts[hostKey]?.blockedUntil else { return false }
+        return until > now
     }
 
     /// The queue had no job that may start (empty, or every job scanned waits for a host at its
@@ -499,14 +625,7 @@ final class TransferEngine: @unchecked Sendable {
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on
     /// failure alike, so a later request starts afresh (after the failure memory lapses).
     private func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>) {
-        if let transfer = job.transfer {
-            isQueueStalled = false
-            running[transfer.easy.handle] = nil
-            multi?.remove(transfer.easy)
-            hosts[job.url.hostKey]?.running -= 1
-            transfer.discard()
-            job.transfer = nil
-        }
+        if let transfer = job.transfer { detach(transfer) }
         move(job, to: .finished)
         if jobs[job.key] === job { jobs[job.key] = nil }
         switch outcome {
@@ -537,6 +656,11 @@ final class TransferEngine: @unchecked Sendable {
         var timeout = multi!.timeoutMilliseconds() ?? 1000
         if let next = retries.min {
             timeout = min(timeout, max(0, (next.readyAt - now).milliseconds + 1))
+        }
+        // Slots are shared and paces judged on the clock, while there is something to judge.
+        if !running.isEmpty { timeout = min(timeout, Self.paceCheckInterval.milliseconds) }
+        if queue.entryCount > 0, running.count >= policy.maxParallel {
+            timeout = min(timeout, Self.shareCheckInterval.milliseconds)
         }
         if queue.entryCount > 0 {
             for host in hosts.values {
@@ -609,4 +733,9 @@ public struct DownloaderStatistics: Sendable, Equatable {
     public var rememberedFailures = 0
     /// Body bytes of published images.
     public var bytesDownloaded = 0
+    /// Prefetch transfers that gave their slot to an on-demand request or to a list below its
+    /// fair share (put back in the queue, not failed).
+    public var preempted = 0
+    /// Transfers ended early as timeouts because their pace could not finish the declared body in time.
+    public var pacedOut = 0
 }

@@ -34,6 +34,9 @@ public struct DownloadPolicy: Sendable, Equatable {
     public var retry = RetryPolicy()
     /// How long a failed URL is remembered and answered from memory (default 10 min).
     public var failureMemory: Duration = .seconds(600)
+    /// How long a list's transfer may hold a slot beyond its fair share while another list
+    /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
+    public var fairShareGrace: Duration = .seconds(10)
 
     public init() {}
 }

@@ -48,6 +48,20 @@ struct TransferQueue<Job: AnyObject> {
             return nil
         }
 
+        /// Takes the first job of `submitter` that may start, without moving the turn.
+        mutating func next(
+            of submitter: SubmitterID, isLive: (Job) -> Bool, canStart: (Job) -> Bool, dropped: inout Int
+        ) -> Job? {
+            guard queues[submitter] != nil else { return nil }
+            let found = take(from: submitter, isLive: isLive, canStart: canStart, dropped: &dropped)
+            if queues[submitter]!.isEmpty, let index = order.firstIndex(of: submitter) {
+                queues[submitter] = nil
+                order.remove(at: index)
+                if index < cursor { cursor -= 1 }
+            }
+            return found
+        }
+
         private mutating func take(
             from submitter: SubmitterID, isLive: (Job) -> Bool, canStart: (Job) -> Bool, dropped: inout Int
         ) -> Job? {
@@ -97,6 +111,28 @@ struct TransferQueue<Job: AnyObject> {
             }
         }
         return nil
+    }
+
+    /// Removes and returns the next job of `priority` that may start (submitters in turn), or of
+    /// one `submitter` only; nil when none can.
+    mutating func next(
+        priority: FetchPriority, submitter: SubmitterID? = nil, isLive: (Job) -> Bool, canStart: (Job) -> Bool
+    ) -> Job? {
+        let found = if let submitter {
+            levels[priority.rawValue].next(of: submitter, isLive: isLive, canStart: canStart, dropped: &entryCount)
+        } else {
+            levels[priority.rawValue].next(isLive: isLive, canStart: canStart, dropped: &entryCount)
+        }
+        if found != nil { entryCount -= 1 }
+        return found
+    }
+
+    /// Submitters with entries queued at `priority` (some entries may be dead), in turn order.
+    func submitters(at priority: FetchPriority) -> [SubmitterID] {
+        let level = levels[priority.rawValue]
+        guard !level.order.isEmpty else { return [] }
+        let start = min(level.cursor, level.order.count)
+        return Array(level.order[start...] + level.order[..<start])
     }
 
     private mutating func insert(_ job: Job, priority: FetchPriority, submitter: SubmitterID, atFront: Bool) {

@@ -93,9 +93,16 @@ struct DownloaderFixture {
 /// Runs `body` with a fresh fixture and always tears it down, whether `body` passes or throws.
 func withFixture<T>(
     policy: DownloadPolicy = DownloaderFixture.testPolicy(), diskLimit: Int = DiskCache.defaultLimit,
-    _ body: (DownloaderFixture) async throws -> T
+    tls: TestHTTPServer.TLS? = nil, _ body: (DownloaderFixture) async throws -> T
 ) async throws -> T {
-    let fixture = try await DownloaderFixture(policy: policy, diskLimit: diskLimit)
+    let server = try await TestHTTPServer.start(tls: tls)
+    let fixture: DownloaderFixture
+    do {
+        fixture = try await DownloaderFixture(policy: policy, diskLimit: diskLimit, server: server)
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
     do {
         let result = try await body(fixture)
         try await fixture.close()

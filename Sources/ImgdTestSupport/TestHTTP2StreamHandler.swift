@@ -1,0 +1,153 @@
+import NIOCore
+import NIOHTTP1
+
+/// Serves one HTTP/2 stream of a ``TestHTTPServer`` (one request), after NIOHTTP2's codec has
+/// turned its frames into HTTP/1-style parts. It runs the same routes and the same delivery
+/// script as ``TestHTTPHandler``, in the forms HTTP/2 allows: `gate`, `delay_ms`, `slow_bps`,
+/// `stall_after` (the stream stays open) and `close_after` (the stream is reset; the connection
+/// and its other streams go on). A `cl=±K` lie is sent as a `content-length` header that does not
+/// match the DATA frames; `no_cl=1` and `chunked=1` send no length (HTTP/2 frames every body).
+final class TestHTTP2StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let state: TestHTTPServerState
+    private var head: HTTPRequestHead?
+    private var attempt = 0
+    /// The request counts as in flight from its head until its response ends or the stream closes.
+    private var isInFlight = false
+    private var isOpen = true
+    private var pendingStep: Scheduled<Void>?
+
+    init(state: TestHTTPServerState) {
+        self.state = state
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        isOpen = false
+        pendingStep?.cancel()
+        pendingStep = nil
+        endFlight()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let requestHead):
+            guard head == nil else { return }
+            head = requestHead
+            attempt = state.requestArrived(requestHead.uri, isHTTP2: true)
+            isInFlight = true
+        case .body:
+            break
+        case .end:
+            answer(context: context)
+        }
+    }
+
+    private func endFlight() {
+        guard isInFlight else { return }
+        isInFlight = false
+        state.requestFinished()
+    }
+
+    private func answer(context: ChannelHandlerContext) {
+        guard let head else { return }
+        let target = TestHTTPServer.Target(head.uri)
+        let (response, behaviour) =
+            (try? (TestHTTPServer.Route(target).response(attempt: attempt), TestHTTPServer.Behaviour(target)))
+            ?? (.page(status: 400), TestHTTPServer.Behaviour())
+        let hasBody = head.method != .HEAD && !response.forbidsBody
+        guard let gate = behaviour.gate else {
+            delay(context: context, response, behaviour, hasBody: hasBody)
+            return
+        }
+        let eventLoop = context.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: eventLoop)
+        let boundContext = context.loopBound
+        state.whenGateOpens(gate) {
+            eventLoop.execute {
+                handler.value.delay(context: boundContext.value, response, behaviour, hasBody: hasBody)
+            }
+        }
+    }
+
+    private func delay(
+        context: ChannelHandlerContext, _ response: TestHTTPServer.Response, _ behaviour: TestHTTPServer.Behaviour,
+        hasBody: Bool
+    ) {
+        guard isOpen else { return }
+        guard behaviour.delayMilliseconds > 0 else {
+            send(context: context, response, behaviour, hasBody: hasBody)
+            return
+        }
+        pendingStep = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(behaviour.delayMilliseconds))) {
+            self.send(context: context, response, behaviour, hasBody: hasBody)
+        }
+    }
+
+    private func send(
+        context: ChannelHandlerContext, _ response: TestHTTPServer.Response, _ behaviour: TestHTTPServer.Behaviour,
+        hasBody: Bool
+    ) {
+        guard isOpen else { return }
+        var headers = HTTPHeaders(response.headers.map { ($0.name, $0.value) })
+        if hasBody, case .contentLength(let delta) = behaviour.framing {
+            headers.add(name: "content-length", value: "\(max(0, response.body.count + delta))")
+        }
+        let status = HTTPResponseStatus(statusCode: response.status)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: status, headers: headers))), promise: nil)
+        var sendCount = hasBody ? response.body.count : 0
+        switch behaviour.cut {
+        case .stall(let after), .close(let after): sendCount = min(sendCount, after)
+        case nil: break
+        }
+        if let bytesPerSecond = behaviour.slowBytesPerSecond, sendCount > 0 {
+            context.flush()
+            sendSlowly(context: context, response.body[..<sendCount], cut: behaviour.cut, bytesPerSecond: bytesPerSecond)
+        } else {
+            finish(context: context, response.body[..<sendCount], cut: behaviour.cut)
+        }
+    }
+
+    private func sendSlowly(
+        context: ChannelHandlerContext, _ body: ArraySlice<UInt8>, cut: TestHTTPServer.Behaviour.Cut?, bytesPerSecond: Int
+    ) {
+        guard isOpen else { return }
+        let pieceSize = max(1, bytesPerSecond / 20)
+        let piece = body.prefix(pieceSize)
+        let rest = body.dropFirst(piece.count)
+        guard !rest.isEmpty else {
+            finish(context: context, piece, cut: cut)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: piece)))), promise: nil)
+        let interval = TimeAmount.nanoseconds(Int64(piece.count) * 1_000_000_000 / Int64(bytesPerSecond))
+        pendingStep = context.eventLoop.assumeIsolated().scheduleTask(in: interval) {
+            self.sendSlowly(context: context, rest, cut: cut, bytesPerSecond: bytesPerSecond)
+        }
+    }
+
+    private func finish(context: ChannelHandlerContext, _ last: ArraySlice<UInt8>, cut: TestHTTPServer.Behaviour.Cut?) {
+        if !last.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: last)))), promise: nil)
+        }
+        switch cut {
+        case .stall:
+            context.flush()
+        case .close:
+            // Closing a stream channel resets the stream: the client sees it end early.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(capacity: 0)))), promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case nil:
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in self.endFlight() }
+        }
+    }
+}

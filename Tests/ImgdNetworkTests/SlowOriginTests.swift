@@ -1,0 +1,148 @@
+import Foundation
+import ImgdCore
+import ImgdStore
+import ImgdTestSupport
+import Testing
+
+@testable import ImgdNetwork
+
+/// Slow origins must not hold the downloader: tarpits (a large declared body, then a trickle),
+/// lists that keep every slot, and an on-demand request arriving while prefetches fill the caps.
+@Suite("Slow origins")
+struct SlowOriginTests {
+    /// A PNG head, a 400 KB declared length, then 2 KiB/s: about 200 s for the body, longer
+    /// than the whole attempt's 120 s. (Not larger: the test server makes each body anew, on the
+    /// event loop that also serves the fast URLs.)
+    static func tarpit(_ name: String, bytesPerSecond: Int = 2048) -> String {
+        "/img/\(name).png?w=16&h=16&bytes=400000&slow_bps=\(bytesPerSecond)"
+    }
+
+    @Test("two tarpit hosts hold all 8 slots; an on-demand fetch of a fast URL is answered within 2 s")
+    func onDemandPassesTarpits() async throws {
+        let first = try await TestHTTPServer.start()
+        let second = try await TestHTTPServer.start()
+        try await withFixture(policy: DownloaderFixture.testPolicy()) { fixture in
+            #expect(fixture.downloader.policy.maxParallel == 8 && fixture.downloader.policy.maxPerHost == 4)
+            let lists = try [first, second].map { server in
+                try (0..<6).map { try ImageURL(server.url(Self.tarpit("tarpit-\($0)"))) }
+            }
+            let answers = DownloaderPrefetchTests.Answers()
+            for urls in lists {
+                fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { answers.record($0, $1) }
+            }
+            #expect(await first.waitForInFlight(atLeast: 4, timeout: .seconds(20)))
+            #expect(await second.waitForInFlight(atLeast: 4, timeout: .seconds(20)))
+            #expect(fixture.downloader.statistics.running == 8)
+
+            let asked = ContinuousClock.now
+            let image = try await fixture.downloader.fetch(fixture.url("/img/fast.png?w=8&h=8"))
+            let waited = ContinuousClock.now - asked
+            #expect(image.source == .network)
+            #expect(waited < .seconds(2), "the on-demand fetch waited \(waited)")
+            #expect(fixture.downloader.statistics.preempted >= 1)
+            // The prefetch that gave way was put back, not failed.
+            #expect(answers.all.allSatisfy { (try? $0.1.get()) != nil || $0.1.failureCode == "timeout" })
+        }
+        try await first.shutdown()
+        try await second.shutdown()
+    }
+
+    @Test("an on-demand fetch on the tarpit host itself takes a slot from that host's prefetches")
+    func onDemandOnFullHost() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.maxParallel = 8
+            $0.maxPerHost = 2
+        }
+        try await withFixture(policy: policy) { fixture in
+            let urls = try (0..<4).map { try fixture.url(Self.tarpit("held-\($0)")) }
+            fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { _, _ in }
+            #expect(await fixture.server.waitForInFlight(atLeast: 2, timeout: .seconds(20)))
+            let asked = ContinuousClock.now
+            let image = try await fixture.downloader.fetch(fixture.url("/img/same-host.png?w=8&h=8"))
+            #expect(image.source == .network)
+            #expect(ContinuousClock.now - asked < .seconds(2))
+            #expect(fixture.server.maxInFlight <= 3, "the per-host cap still holds, give or take the closing prefetch")
+            #expect(fixture.downloader.statistics.preempted == 1)
+            #expect(fixture.downloader.statistics.failed == 0)
+        }
+    }
+
+    @Test("a transfer whose pace cannot finish its declared body in time ends early as timeout")
+    func hopelessPaceEndsEarly() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.retry.maxAttempts = 1
+            $0.totalTimeout = .seconds(60)
+        }
+        try await withFixture(policy: policy) { fixture in
+            // 400 KB at 4 KiB/s: about 100 s, where the attempt allows 60.
+            let started = ContinuousClock.now
+            let error = try await fixture.failure(Self.tarpit("hopeless", bytesPerSecond: 4096))
+            let took = ContinuousClock.now - started
+            guard case .timeout(let message) = error else {
+                Issue.record("expected a timeout, got \(String(describing: error))")
+                return
+            }
+            #expect(message.contains("bytes/s"), "\(message)")
+            #expect(took < .seconds(30), "ended after \(took), not near the 60 s limit")
+            #expect(fixture.downloader.statistics.pacedOut == 1)
+            #expect(fixture.tempFiles.isEmpty)
+            // The slot is free and nothing leaked: the next URL arrives.
+            let next = try await fixture.downloader.fetch(fixture.url("/img/after-tarpit.png"))
+            #expect(next.source == .network)
+        }
+    }
+
+    @Test("a slow body that can finish in time is left to finish")
+    func slowButFeasible() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.retry.maxAttempts = 1
+            $0.totalTimeout = .seconds(60)
+        }
+        try await withFixture(policy: policy) { fixture in
+            // 120 KB at 30 KB/s: about 4 s, past the 3 s the pace is watched for.
+            let target = "/img/slow-ok.png?w=16&h=16&bytes=120000&slow_bps=30000"
+            let image = try await fixture.downloader.fetch(fixture.url(target))
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: target))
+            #expect(fixture.downloader.statistics.pacedOut == 0)
+        }
+    }
+
+    @Test("a list holding every slot gives one up to a waiting list after the grace; nothing fails")
+    func fairShare() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.maxParallel = 4
+            $0.maxPerHost = 4
+            $0.fairShareGrace = .milliseconds(300)
+        }
+        let other = try await TestHTTPServer.start()
+        try await withFixture(policy: policy) { fixture in
+            let holder = try (0..<6).map { try fixture.url("/img/hold-\($0).png?gate=hold") }
+            let held = DownloaderPrefetchTests.Answers()
+            fixture.downloader.prefetch(holder, submitter: fixture.downloader.makeSubmitter()) { held.record($0, $1) }
+            #expect(await fixture.server.waitForInFlight(atLeast: 4, timeout: .seconds(20)))
+
+            let waiting = try (0..<2).map { try ImageURL(other.url("/img/waiting-\($0).png")) }
+            let served = DownloaderPrefetchTests.Answers()
+            fixture.downloader.prefetch(waiting, submitter: fixture.downloader.makeSubmitter()) { served.record($0, $1) }
+            // Both arrive while the first list's gate is still shut.
+            #expect(await eventually(timeout: .seconds(20)) { served.count == 2 })
+            #expect(served.all.allSatisfy { (try? $0.1.get()) != nil })
+            #expect(held.count == 0)
+            #expect(fixture.downloader.statistics.preempted >= 1)
+
+            fixture.server.openGate("hold")
+            #expect(await eventually(timeout: .seconds(20)) { held.count == 6 })
+            #expect(held.all.allSatisfy { (try? $0.1.get()) != nil }, "a preempted prefetch is put back, never failed")
+            #expect(fixture.downloader.statistics.failed == 0)
+        }
+        try await other.shutdown()
+    }
+}
+
+extension Result where Failure == DownloadError {
+    /// The failure's code, or nil on success.
+    var failureCode: String? {
+        if case .failure(let error) = self { return error.code }
+        return nil
+    }
+}
