@@ -33,8 +33,10 @@ public final class TestHTTPServer: Sendable {
         self.port = port
     }
 
-    /// Starts a server on 127.0.0.1 on an ephemeral port.
-    public static func start() async throws -> TestHTTPServer {
+    /// Starts a server on 127.0.0.1 on an ephemeral port; `host` binds another address instead
+    /// (`::` listens on every address of both families, loopback included, so ``origin`` still
+    /// reaches it).
+    public static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let state = TestHTTPServerState()
         do {
@@ -51,7 +53,7 @@ public final class TestHTTPServer: Sendable {
                             TestHTTPHandler(state: state))
                     }
                 }
-                .bind(host: "127.0.0.1", port: 0)
+                .bind(host: host, port: 0)
                 .get()
             guard let port = channel.localAddress?.port else {
                 try? await channel.close()
