@@ -41,11 +41,11 @@ extension AddressPolicy {
         if let range = deniedRanges.first(where: { $0.contains(address) }) {
             return Refusal(address: address, range: range, match: .inRange)
         }
-        let effective = address.embeddedIPv4 ?? address
-        if let ipv4 = address.embeddedIPv4, let range = deniedRanges.first(where: { $0.contains(ipv4) }) {
-            return Refusal(address: address, range: range, match: .embeds(ipv4))
+        let embedded = address.embeddedIPv4
+        if let embedded, let range = deniedRanges.first(where: { $0.contains(embedded) }) {
+            return Refusal(address: address, range: range, match: .embeds(embedded))
         }
-        if effective.isUnspecified {
+        if (embedded ?? address).isUnspecified {
             for local in Self.thisHost {
                 if let range = deniedRanges.first(where: { $0.contains(local) }) {
                     return Refusal(address: address, range: range, match: .meansThisHost)
