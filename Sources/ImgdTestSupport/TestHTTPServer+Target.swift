@@ -5,13 +5,18 @@ extension TestHTTPServer {
     /// rules are exactly these: parameters are separated by `&`, a name without `=` has the value
     /// `""`, the last occurrence of a name wins, and values are percent-decoded (`+` stays a plus,
     /// because tests percent-encode whole URLs and a literal `+` must survive).
+    ///
+    /// A request to a proxy names the whole URL (absolute form, `http://host:port/path?query`);
+    /// the server routes it by its path and query all the same, so it can play the proxy for a
+    /// test (the request log keeps the target as received).
     struct Target: Sendable, Equatable {
         /// The path, up to the first `?`, not decoded.
         var path: String
         /// Decoded query parameters.
         var query: [String: String]
 
-        init(_ pathAndQuery: String) {
+        init(_ target: String) {
+            let pathAndQuery = Self.originForm(target)
             guard let mark = pathAndQuery.firstIndex(of: "?") else {
                 path = pathAndQuery
                 query = [:]
@@ -55,6 +60,16 @@ extension TestHTTPServer {
         func flag(_ name: String) -> Bool {
             guard let text = query[name] else { return false }
             return text != "0" && text != "false"
+        }
+
+        /// `/path?query` of an absolute-form target (`http://host/path?query`, `/` when it has no
+        /// path); any other target as it is.
+        static func originForm(_ target: String) -> String {
+            guard let scheme = target.range(of: "://"), !target[..<scheme.lowerBound].contains("/") else { return target }
+            let authorityAndRest = target[scheme.upperBound...]
+            guard let slash = authorityAndRest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+            let rest = authorityAndRest[slash...]
+            return rest.hasPrefix("?") ? "/" + rest : String(rest)
         }
 
         /// Decodes `%XX` escapes; a malformed escape is kept as it is (a test server should show the

@@ -62,8 +62,10 @@ public final class TestHTTPServer: Sendable {
     /// True when this server speaks https.
     public let isTLS: Bool
 
-    /// Starts a server on 127.0.0.1 on an ephemeral port: plain HTTP/1.1, or https with `tls`.
-    public static func start(tls: TLS? = nil) async throws -> TestHTTPServer {
+    /// Starts a server on 127.0.0.1 on an ephemeral port: plain HTTP/1.1, or https with `tls`;
+    /// `host` binds another address instead (`::` listens on every address of both families,
+    /// loopback included, so ``origin`` still reaches it).
+    public static func start(host: String = "127.0.0.1", tls: TLS? = nil) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let state = TestHTTPServerState()
         do {
@@ -87,7 +89,7 @@ public final class TestHTTPServer: Sendable {
                     }
                     return Self.configureTLS(channel, context: sslContext, state: state)
                 }
-                .bind(host: "127.0.0.1", port: 0)
+                .bind(host: host, port: 0)
                 .get()
             guard let port = channel.localAddress?.port else {
                 try? await channel.close()

@@ -228,8 +228,9 @@ struct Directive: Sendable, CustomTestStringConvertible {
         .service("RestrictRealtime", "yes"),
         .service("RestrictSUIDSGID", "yes"),
         .service("RemoveIPC", "yes"),
-        // It must reach any host: no address filter may creep in.
-        .service("IPAddressDeny"),
+        // It must reach any host but the metadata and link-local ranges the address policy
+        // denies by default (the kernel's check behind imgd's): no allow list, no wider filter.
+        .service("IPAddressDeny", "169.254.0.0/16 fe80::/10 fd00:ec2::254/128 100.100.100.200/32"),
         .service("IPAddressAllow"),
         .service("PrivateNetwork"),
         // The socket.

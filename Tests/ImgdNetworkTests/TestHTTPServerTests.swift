@@ -26,6 +26,18 @@ import Testing
         }
     }
 
+    @Test("as a proxy: absolute-form targets are routed by path and query, logged as received")
+    func playsTheProxy() async throws {
+        try await withServer { server in
+            let targets = ["/img/p.png?w=9&h=7", "/status/404"]
+            let urls = ["http://imgd-origin.invalid" + targets[0], "http://example.invalid:8080" + targets[1]]
+            let result = try await curl(urls, options: ["--proxy", server.origin])
+            #expect(result.statuses == [200, 404])
+            #expect(result.bodies[0] == TestHTTPServer.body(for: targets[0]))
+            #expect(server.requestLog == urls)
+        }
+    }
+
     @Test func bodiesAreDeterministicAndIndependentOfModifiers() {
         #expect(TestHTTPServer.body(for: "/img/x.png?w=9") == TestHTTPServer.body(for: "/img/x.png?w=9"))
         let plain = TestHTTPServer.body(for: "/img/x.png?w=9")

@@ -12,6 +12,8 @@
 typedef size_t (*imgd_curl_write_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 typedef curl_socket_t (*imgd_curl_opensocket_callback)(void *clientp, curlsocktype purpose,
                                                        struct curl_sockaddr *address);
+typedef int (*imgd_curl_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip,
+                                         int conn_primary_port, int conn_local_port);
 
 static inline CURLcode imgd_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -37,6 +39,11 @@ static inline CURLcode imgd_easy_setopt_write_callback(CURL *handle, CURLoption 
 }
 static inline CURLcode imgd_easy_setopt_opensocket_callback(CURL *handle, CURLoption option,
                                                             imgd_curl_opensocket_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode imgd_easy_setopt_prereq_callback(CURL *handle, CURLoption option,
+                                                        imgd_curl_prereq_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
 

@@ -62,6 +62,10 @@ final class CurlEasy {
         try check(imgd_easy_setopt_opensocket_callback(handle, option, value), option)
     }
 
+    func set(_ option: CURLoption, prereq value: imgd_curl_prereq_callback) throws(CurlSetupError) {
+        try check(imgd_easy_setopt_prereq_callback(handle, option, value), option)
+    }
+
     func info(long info: CURLINFO) -> Int? {
         var value = 0
         return imgd_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil

@@ -122,6 +122,11 @@ final class Transfer {
         try easy.set(CURLOPT_WRITEDATA, pointer: me)
         try easy.set(CURLOPT_OPENSOCKETFUNCTION, openSocket: transferOpenSocketCallback)
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: me)
+        // The address policy for the URL about to be requested (the job's or a redirect's), before
+        // each request, reused connection or not: with a proxy, the peer `mayConnect` sees is the
+        // proxy, never the target.
+        try easy.set(CURLOPT_PREREQFUNCTION, prereq: transferPrereqCallback)
+        try easy.set(CURLOPT_PREREQDATA, pointer: me)
     }
 
     /// Body bytes from libcurl. Returns how many were taken; anything else makes libcurl stop
@@ -196,21 +201,28 @@ final class Transfer {
         reservation.release()
     }
 
-    /// Decides whether to let libcurl connect to `address`.
+    /// Decides whether to let libcurl connect to `address`: not when the URL the connection is
+    /// for has a refused literal host (with a proxy, `address` is the proxy's, and an https
+    /// target's CONNECT goes out on the new connection before any request), nor when `address`
+    /// itself is refused.
     func mayConnect(to address: UnsafePointer<curl_sockaddr>) -> Bool {
+        guard mayRequest() else { return false }
         var raw = [UInt8](repeating: 0, count: 16)
         guard imgd_curl_sockaddr_to_ipv6(address, &raw) == 1 else { return true }
         let peer = raw.withUnsafeBytes { IPRange.Address(bytes: $0) }
-        guard let range = addresses.denyingRange(for: peer) else { return true }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let isMapped = raw[0..<10].allSatisfy { $0 == 0 } && raw[10] == 0xFF && raw[11] == 0xFF
-        if isMapped {
-            _ = inet_ntop(AF_INET, Array(raw[12..<16]), &text, socklen_t(text.count))
-        } else {
-            _ = inet_ntop(AF_INET6, raw, &text, socklen_t(text.count))
-        }
-        let shown = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        abort = .policyDenied("connecting to \(shown) is refused: it is in the denied range \(range)")
+        guard let refusal = addresses.refusal(of: peer) else { return true }
+        abort = .policyDenied("connecting to \(peer) is refused: \(refusal)")
+        return false
+    }
+
+    /// Decides whether libcurl may send a request for the URL it is about to fetch (the job's URL
+    /// or a redirect target, which libcurl makes the effective URL before connecting for it): not
+    /// when its host is a literal address the policy refuses.
+    func mayRequest() -> Bool {
+        guard let url = easy.info(string: CURLINFO_EFFECTIVE_URL), let host = CurlURL.host(of: url),
+            let reason = addresses.requestRefusal(url: url, host: host, isRedirect: url != job.url.normalized)
+        else { return true }
+        abort = .policyDenied(reason)
         return false
     }
 
@@ -229,6 +241,13 @@ private let transferOpenSocketCallback: imgd_curl_opensocket_callback = { client
     let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
     guard transfer.mayConnect(to: address) else { return CURL_SOCKET_BAD }
     return imgd_curl_open_socket(address)
+}
+
+/// `CURLOPT_PREREQFUNCTION`: the address policy for the URL, before each request is sent.
+private let transferPrereqCallback: imgd_curl_prereq_callback = { clientp, _, _, _, _ in
+    guard let clientp else { return CURL_PREREQFUNC_ABORT }
+    let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+    return transfer.mayRequest() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 extension Duration {

@@ -443,6 +443,14 @@ final class TransferEngine: @unchecked Sendable {
     /// failure: it is never added, pooled or seen by another transfer.
     private func start(_ job: Job) {
         job.attempts += 1
+        // A URL whose host is a literal address the policy refuses goes no further: no handle, no
+        // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
+        // at connect time does.
+        if let reason = policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) {
+            counters.started += 1
+            finish(job, .failure(.policyDenied(reason)))
+            return
+        }
         let easy: CurlEasy
         do throws(CurlSetupError) {
             easy = try CurlEasy(share: share)

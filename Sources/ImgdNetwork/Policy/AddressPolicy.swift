@@ -2,11 +2,15 @@
 import Glibc
 #endif
 
-/// Which peer addresses imgd refuses to connect to, checked when each socket is opened (so it
-/// covers every DNS answer and every redirect hop, not just the URL as written).
+/// Which peer addresses imgd refuses to connect to. Checked when each socket is opened (so it
+/// covers every DNS answer and every redirect hop, not just the URL as written), and, for a URL
+/// whose host is a literal address, before its request is sent: with a proxy the only socket
+/// goes to the proxy, so that is the only check that sees the target (host *names* are then
+/// resolved by the proxy, and are its responsibility).
 ///
 /// IPv4 ranges are stored in their IPv4-mapped IPv6 form (`::ffff:a.b.c.d`), so one rule also
-/// matches the mapped spelling of the same address.
+/// matches the mapped spelling of the same address. Other IPv6 forms that carry an IPv4 address
+/// are checked as that address too, and `0.0.0.0` and `::` as loopback: see ``refusal(of:)``.
 public struct AddressPolicy: Sendable, Equatable {
     /// The ranges refused.
     public var deniedRanges: [IPRange]
@@ -14,16 +18,18 @@ public struct AddressPolicy: Sendable, Equatable {
     public init(deniedRanges: [IPRange]) { self.deniedRanges = deniedRanges }
 
     /// By default: link-local and cloud metadata endpoints (169.254.0.0/16, which holds
-    /// 169.254.169.254; fe80::/10; fd00:ec2::254/128; 100.100.100.200/32) and 0.0.0.0/8.
-    /// Loopback and private ranges are allowed: imgd is often pointed at a local mirror.
+    /// 169.254.169.254; fe80::/10; fd00:ec2::254/128; 100.100.100.200/32) and 0.0.0.0/8 (and so
+    /// `::`, which like 0.0.0.0 reaches this host). Loopback and private ranges are allowed: imgd
+    /// is often pointed at a local mirror.
     public static let `default` = AddressPolicy(deniedRanges: [
         IPRange("169.254.0.0/16")!, IPRange("0.0.0.0/8")!, IPRange("fe80::/10")!,
         IPRange("fd00:ec2::254/128")!, IPRange("100.100.100.200/32")!,
     ])
 
-    /// The first denied range holding `address` (16 bytes, IPv6 or IPv4-mapped), if any.
+    /// The denied range that refuses `address` (16 bytes, IPv6 or IPv4-mapped), if any, after the
+    /// normalisation of ``refusal(of:)``.
     public func denyingRange(for address: IPRange.Address) -> IPRange? {
-        deniedRanges.first { $0.contains(address) }
+        refusal(of: address)?.range
     }
 }
 

@@ -22,6 +22,8 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// Largest image accepted, in pixels declared by its header (default 100 megapixels).
     public var maxPixels: Int = 100_000_000
     /// Proxy URL; nil means none, and proxies from the environment are never used silently.
+    /// Through a proxy, ``addresses`` applies to URLs whose host is a literal address; host names
+    /// are resolved by the proxy, and what they resolve to is its responsibility.
     public var proxy: String?
     /// A file of PEM certificates trusted for https instead of the system's store (a private
     /// CA); nil (the default) uses the system trust store.
