@@ -6,7 +6,7 @@ import Synchronization
 /// Each event calls `onPressure` once, with a ``MemoryPressureEvent``. The daemon purges the
 /// memory tier there and calls ``MallocTrim/releaseFreeMemory()``.
 ///
-/// ``run()`` is a service: it watches until its task is cancelled. The blocking wait runs on a
+/// ``run(onWatching:)`` is a service: it watches until its task is cancelled. The blocking wait runs on a
 /// thread of its own, so no thread of the cooperative pool is held; cancellation wakes it at once.
 public final class MemoryPressureMonitor: Sendable {
     /// The source asked for; ``activeSource`` is the one in use.
@@ -72,7 +72,7 @@ public final class MemoryPressureMonitor: Sendable {
     var readings: Int { state.withLock { $0.readings } }
 
     /// Reports a pressure event from the `purge` command: counted and passed to `onPressure`
-    /// like any other, on the calling thread. Works whether or not ``run()`` is running.
+    /// like any other, on the calling thread. Works whether or not ``run(onWatching:)`` is running.
     public func trigger() {
         report(origin: "command")
     }

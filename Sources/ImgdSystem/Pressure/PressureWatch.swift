@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A ``MemoryPressureSource`` opened: the descriptor to poll and how to read it, or the file
-/// to poll on a timer. Made on the task calling ``MemoryPressureMonitor/run()`` (so opening
+/// to poll on a timer. Made on the task calling ``MemoryPressureMonitor/run(onWatching:)`` (so opening
 /// errors are thrown there), then owned by the monitor's thread, which closes it.
 struct PressureWatch: Sendable {
     /// How events are recognised.
