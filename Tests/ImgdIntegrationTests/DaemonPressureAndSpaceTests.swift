@@ -42,7 +42,7 @@ struct DaemonPressureAndSpaceTests {
         #expect(await off.stop() == 0)
     }
 
-    @Test("without systemd, on a kernel with PSI: a trigger on the PSI file, in status and in the log",
+    @Test("without systemd, on a kernel with PSI: a trigger on the PSI file (or polling, if refused), status and log agreeing",
           .enabled(if: FileManager.default.fileExists(atPath: "/proc/pressure/memory")))
     func psiTrigger() async throws {
         let scratch = try ScratchFolder()
@@ -50,14 +50,20 @@ struct DaemonPressureAndSpaceTests {
         let daemon = try await DaemonProcess.start(in: scratch.path)
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
         let memory = try await Self.memory(of: daemon)
-        // This process's own cgroup file when it has one, else the system-wide one; both take a
-        // trigger from root with the default 2 s window.
+        // This process's own cgroup file when it has one, else the system-wide one. Root (as on
+        // the machines these tests run on) may write a trigger with the default 2 s window to
+        // either; a sandbox that forbids it gets polling, and then both must say so.
         let path = try #require(memory["pressure_path"] as? String, "\(memory)")
         #expect(path == "/proc/pressure/memory" || path.hasSuffix("/memory.pressure"), "\(memory)")
-        #expect(memory["pressure_source"] as? String == "psi-trigger", "\(memory)")
-        #expect(
-            await eventually { daemon.log.contains("imgd: memory pressure: watching \(path) (trigger some 200000 2000000)\n") },
-            "log:\n\(daemon.log)")
+        let line = switch memory["pressure_source"] as? String {
+        case "psi-trigger": "imgd: memory pressure: watching \(path) (trigger some 200000 2000000)\n"
+        case "psi-poll": "imgd: memory pressure: reading avg10 of \(path) every 5s (pressure above 10.0%); the kernel refused the trigger"
+        default: "a psi-trigger or psi-poll source, not \(memory)"
+        }
+        #expect(await eventually { daemon.log.contains(line) }, "no line \(line) in the log:\n\(daemon.log)")
+        if getuid() == 0, access(path, W_OK) == 0 {
+            #expect(memory["pressure_source"] as? String == "psi-trigger", "root may write \(path): \(memory)")
+        }
         #expect(await daemon.stop() == 0)
     }
 
