@@ -36,6 +36,8 @@ final class DaemonServices: Sendable {
     let startedAt = ContinuousClock.now
     /// Set while a `fsck` runs: one check at a time reads the whole cache.
     let checking = Atomic<Bool>(false)
+    /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
+    let spaceShortfall = Mutex<DiskSpaceShortfall?>(nil)
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
     private init(
@@ -114,10 +116,19 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         let events = EventHub()
+        // Before anything can evict (the maintainer's first sweep, the first reservation): every
+        // eviction, whoever makes it, is counted by the disk tier and published from here.
+        disk.evictions.observe { eviction in
+            events.publish("evicted", data: [
+                "count": JSONValue(eviction.files), "bytes": JSONValue(eviction.bytes), "reason": .string(eviction.reason.rawValue),
+            ])
+        }
         let counters = DaemonCounters()
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, log: { log($0) })
         let source = MemoryPressureSource.resolve(environment: options.environment)
-        let pressure = MemoryPressureService(source: source, memory: memory, log: { log($0, level: .notice) }) { event, purged in
+        let pressure = MemoryPressureService(
+            source: source, memory: memory, pollingThreshold: config.pressureThreshold, log: { log($0, level: .notice) }
+        ) { event, purged in
             events.publish("memory_pressure", data: ["origin": .string(event.origin), "purged_bytes": JSONValue(purged), "count": JSONValue(event.count)])
         }
         let spool: SpoolService
@@ -138,6 +149,7 @@ final class DaemonServices: Sendable {
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
             server: server, counters: counters)
         handler.attach(services)
+        services.checkDiskSpace()
 
         services.spawn { await maintainer.run() }
         services.spawn {
@@ -147,7 +159,6 @@ final class DaemonServices: Sendable {
                 log("memory pressure watch ended: \(error); the purge command still works", level: .warning)
             }
         }
-        log("\(pressure.monitor.source)")
         do {
             try spool.start()
         } catch {
@@ -191,6 +202,8 @@ final class DaemonServices: Sendable {
             log("reload failed, keeping the running configuration: \(error)", level: .error)
             return
         }
+        // With the new cap, and also when nothing changed: a reload after freeing space checks again.
+        defer { checkDiskSpace() }
         let old = config.withLock { $0 }
         let changes = new.changes(from: old)
         guard !changes.isEmpty else {
@@ -217,6 +230,28 @@ final class DaemonServices: Sendable {
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
+    }
+
+    /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it
+    /// cannot honour as a warning, and keeps it for `status.degraded`.
+    func checkDiskSpace() {
+        let found = disk.spaceShortfall()
+        let old = spaceShortfall.withLock { shortfall in
+            defer { shortfall = found }
+            return shortfall
+        }
+        if let found {
+            log("degraded: \(found)", level: .warning)
+        } else if old != nil {
+            log("recovered: \(DiskSpaceShortfall.code) cleared")
+        }
+    }
+
+    /// What `status.degraded` lists: the disk tier's faults, and a cap its filesystem cannot honour.
+    var degradations: [(code: String, message: String)] {
+        var all = maintainer.status.faults.map { (code: $0.code, message: "\($0)") }
+        if let shortfall = spaceShortfall.withLock({ $0 }) { all.append((shortfall.code, "\(shortfall)")) }
+        return all
     }
 
     /// Stops every service, in reverse order, within ``Daemon/stopDeadline``.
@@ -282,7 +317,7 @@ final class DaemonServices: Sendable {
         let progress = spool.progress
         let budget = disk.budget.snapshot
         let cache = "cache \(ByteCount(budget.stored)) of \(ByteCount(budget.limit))"
-        let faults = maintainer.status.faults
+        let faults = degradations
         let degraded = faults.isEmpty ? "" : "; degraded: " + faults.map(\.code).joined(separator: ", ")
         guard progress.lists > 0 else { return "idle; \(cache)\(degraded)" }
         return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s"); \(cache)\(degraded)"
@@ -318,7 +353,6 @@ final class DaemonCounters: Sendable {
         var gets = 0
         var diskHits = 0
         var misses = 0
-        var evictedByCommand = 0
         /// Failed URLs (of lists, `add` and `get`) by error code.
         var failuresByCode: [String: Int] = [:]
     }

@@ -19,6 +19,8 @@ public final class DiskCache: Sendable {
     public let index: CacheIndex
     /// The size cap and what counts against it.
     public let budget: DiskBudget
+    /// Every eviction made, by reason, and the observer told of each.
+    public let evictions = EvictionLedger()
     let lock: CacheLock
 
     /// The default size cap: 1 GiB.

@@ -182,7 +182,7 @@ struct ControlClientTests {
                     .line(
                         Server.success(
                             request.id,
-                            #"{"version":"0.2.0","pid":42,"uptime_s":3725,"queued":3,"in_flight":2,"lists_active":1,"cache":{"bytes":1610612736,"entries":3400,"limit":10737418240,"pinned_bytes":12582912},"memory":{"bytes":67108864,"entries":120,"limit":268435456},"pressure_events":0,"degraded":[],"spool":"/var/spool/imgd"}"#
+                            #"{"version":"0.2.0","pid":42,"uptime_s":3725,"queued":3,"in_flight":2,"lists_active":1,"cache":{"bytes":1610612736,"entries":3400,"limit":10737418240,"pinned_bytes":12582912},"memory":{"bytes":67108864,"entries":120,"limit":268435456,"pressure_source":"psi-poll","pressure_path":"/proc/pressure/memory"},"pressure_events":0,"degraded":[],"spool":"/var/spool/imgd"}"#
                         ))
                 ]
             default:
@@ -202,7 +202,8 @@ struct ControlClientTests {
             status.stdout.lines == [
                 "imgd 0.2.0 (pid 42), up 1h 2m", "queued: 3", "in flight: 2", "lists active: 1",
                 "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned",
-                "memory tier: 64 MiB in 120 entries, limit 256 MiB", "memory pressure events: 0", "spool: /var/spool/imgd",
+                "memory tier: 64 MiB in 120 entries, limit 256 MiB", "memory pressure: psi-poll (/proc/pressure/memory)",
+                "memory pressure events: 0", "spool: /var/spool/imgd",
                 "degraded: no",
             ])
         let lists = ImgctlRun(["lists", "--socket", server.path])

@@ -46,7 +46,10 @@ struct MemoryPressureServiceTests {
         #expect(purged - sent < .milliseconds(100))
         #expect(memory.statistics.purges == 1)
         #expect(service.monitor.eventCount == 1)
-        #expect(logged.lines == ["memory pressure (systemd, event 1): purged the memory tier (10000 bytes)"])
+        #expect(logged.lines == [
+            "memory pressure: watching \(fifo) (FIFO from MEMORY_PRESSURE_WATCH)",
+            "memory pressure (systemd, event 1): purged the memory tier (10000 bytes)",
+        ])
         // The tier refuses to refill during its cool-down.
         memory.insert([1, 2, 3], for: try ImageURL("http://example.com/again.png").cacheKey)
         #expect(memory.statistics.entries == 0)
@@ -55,6 +58,26 @@ struct MemoryPressureServiceTests {
         service.purge()
         #expect(service.monitor.eventCount == 2)
         #expect(memory.statistics.purges == 2)
+    }
+}
+
+extension MemoryPressureServiceTests {
+    @Test("a refused trigger: the log names the source really watched (avg10 polling, at the given threshold) and why",
+          .enabled(if: FileManager.default.fileExists(atPath: "/proc/pressure/memory")))
+    func loggedAfterFallback() async throws {
+        let logged = LogLines()
+        let service = MemoryPressureService(
+            source: .psiTrigger(path: "/proc/pressure/memory", trigger: "nonsense"), memory: MemoryCache(limitBytes: 1 << 20),
+            pollingThreshold: 42, log: { logged.append($0) })
+        let task = Task { try await service.run() }
+        #expect(await eventually(timeout: .seconds(30)) { !logged.lines.isEmpty })
+        task.cancel()
+        try await task.value
+        #expect(logged.lines == [
+            "memory pressure: reading avg10 of /proc/pressure/memory every 5s (pressure above 42.0%); "
+                + "the kernel refused the trigger nonsense: Invalid argument"
+        ])
+        #expect(service.monitor.activeSource == .psiPolling(path: "/proc/pressure/memory", threshold: 42, interval: .seconds(5)))
     }
 }
 

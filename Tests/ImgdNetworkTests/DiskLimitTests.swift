@@ -21,6 +21,8 @@ struct DiskLimitTests {
     @Test("a full cache evicts the least recently used entry to admit a new one")
     func evictsToAdmit() async throws {
         try await withFixture(diskLimit: 50_000) { fixture in
+            let evictions = Mutex<[Eviction]>([])
+            fixture.disk.evictions.observe { eviction in evictions.withLock { $0.append(eviction) } }
             let first = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))
             _ = try await fixture.downloader.fetch(fixture.url("/img/b.png?bytes=20000"))
             // Access times are in milliseconds: b's and the hit's must differ for "more recently"
@@ -33,6 +35,9 @@ struct DiskLimitTests {
             #expect(fixture.disk.lookup(try fixture.url("/img/b.png?bytes=20000").cacheKey) == nil)
             #expect(try bytesOnDisk(fixture) <= 50_000)
             #expect(fixture.disk.budget.snapshot == DiskBudget.Snapshot(limit: 50_000, stored: 40_000, reserved: 0))
+            // The eviction made at admission, on the transfer thread, is counted and told like any other.
+            #expect(evictions.withLock { $0 } == [Eviction(reason: .size, files: 1, bytes: 20_000)])
+            #expect(fixture.disk.evictions.total(.size) == Eviction(reason: .size, files: 1, bytes: 20_000))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ImgdCore
 import Testing
 
@@ -73,6 +74,37 @@ struct DiskEvictionTests {
         #expect(try disk.index.entry(for: entries[3].key) != nil)
         #expect(disk.budget.snapshot.stored == 300)
         #expect(try disk.index.totals().bytes == 300)
+        try disk.close()
+    }
+
+    @Test("every eviction is counted by reason and told to the observer, whoever asked for it; drops are not evictions")
+    func ledger() throws {
+        let (disk, entries, root) = try filledCache(8)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let seen = Mutex<[Eviction]>([])
+        disk.evictions.observe { eviction in seen.withLock { $0.append(eviction) } }
+
+        _ = try disk.evictLeastRecentlyUsed(toFree: 150, now: 100_000)  // entries 0 and 1: room, by default
+        _ = try disk.evictLeastRecentlyUsed(toFree: 50, now: 100_000, reason: .space)  // entry 2: ENOSPC
+        _ = try disk.evictExpired(accessedBefore: 4_500, now: 100_000)  // entry 3
+        let byCommand = try disk.evict([entries[5].key, entries[6].key, entries[5].key, entries[0].key])
+        #expect(byCommand == EvictionPass(files: 2, bytes: 200))
+        #expect(try disk.index.entry(for: entries[6].key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: entries[6].key)))
+        _ = try disk.evictExpired(accessedBefore: 1_000, now: 100_000)  // nothing that old: not reported
+        disk.drop(entries[7].key)  // a bad entry dropped by a lookup or a check
+
+        #expect(seen.withLock { $0 } == [
+            Eviction(reason: .size, files: 2, bytes: 200), Eviction(reason: .space, files: 1, bytes: 100),
+            Eviction(reason: .age, files: 1, bytes: 100), Eviction(reason: .command, files: 2, bytes: 200),
+        ])
+        #expect(disk.evictions.total(.size) == Eviction(reason: .size, files: 2, bytes: 200))
+        _ = try disk.evictLeastRecentlyUsed(toFree: 1, now: 100_000)  // entry 4
+        #expect(disk.evictions.total(.size) == Eviction(reason: .size, files: 3, bytes: 300))
+        #expect(disk.evictions.total(.space).files == 1)
+        #expect(disk.evictions.total(.age).files == 1)
+        #expect(disk.evictions.total(.command).files == 2)
+        #expect(disk.budget.snapshot.stored == 0)
         try disk.close()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ImgdTestSupport
 import Testing
 
@@ -123,6 +124,8 @@ struct MemoryPressureMonitorTests {
         close(connection)
         await #expect(throws: MemoryPressureError.connectionClosed(path: path)) { try await task.value }
         await fixture.expectNothingLeft()
+        // Nothing is watched any more, and status must not say otherwise.
+        #expect(fixture.monitor.activeSource == .disabled(reason: MemoryPressureError.connectionClosed(path: path).description))
         // Cancelling a watch of a socket (instead of the server closing it) is clean too.
         let listenerAgain = Fixture(source)
         let again = await listenerAgain.start()
@@ -182,6 +185,22 @@ struct MemoryPressureMonitorTests {
         let task = await fixture.start()
         #expect(fixture.monitor.activeSource == .psiPolling(path: "/proc/pressure/memory", threshold: 10, interval: .seconds(5)))
         #expect(await eventually(timeout: Fixture.poolBound) { fixture.monitor.readings >= 1 })  // read at once, not after 5 s
+        try await fixture.stop(task)
+    }
+
+    @Test("a refused trigger: run tells what it watches in the end (polling) and why, before any event",
+          .enabled(if: FileManager.default.fileExists(atPath: "/proc/pressure/memory")))
+    func refusedTriggerIsTold() async throws {
+        let fixture = Fixture(.psiTrigger(path: "/proc/pressure/memory", trigger: "nonsense"))
+        let told = Mutex<[MemoryPressureWatching]>([])
+        let monitor = fixture.monitor
+        #expect(monitor.activeSource.code == "psi-trigger")  // what was asked for, until it is opened
+        let task = Task { try await monitor.run { watching in told.withLock { $0.append(watching) } } }
+        #expect(await eventually(timeout: Fixture.poolBound) { monitor.isWatching })
+        let polling = MemoryPressureSource.psiPolling(path: "/proc/pressure/memory", threshold: 10, interval: .seconds(5))
+        #expect(told.withLock { $0 } == [MemoryPressureWatching(source: polling, refusal: .init(trigger: "nonsense", errno: EINVAL))])
+        #expect(monitor.activeSource.code == "psi-poll")
+        #expect(monitor.activeSource.path == "/proc/pressure/memory")
         try await fixture.stop(task)
     }
 

@@ -121,6 +121,31 @@ struct MemoryPressureSourceTests {
         #expect(trigger == "some 200000 2000000")
     }
 
+    @Test("each source has the code and path status shows")
+    func statusNames() {
+        let sources: [(MemoryPressureSource, String, String?)] = [
+            (.disabled(reason: "MEMORY_PRESSURE_WATCH is /dev/null"), "off", nil),
+            (.systemdWatch(path: "/run/p.fifo", kind: .fifo, write: []), "systemd", "/run/p.fifo"),
+            (.psiTrigger(path: "/proc/pressure/memory", trigger: "some 200000 2000000"), "psi-trigger", "/proc/pressure/memory"),
+            (.psiPolling(path: "/sys/fs/cgroup/a/memory.pressure", threshold: 10, interval: .seconds(5)), "psi-poll",
+             "/sys/fs/cgroup/a/memory.pressure"),
+        ]
+        for (source, code, path) in sources {
+            #expect(source.code == code)
+            #expect(source.path == path)
+        }
+    }
+
+    @Test("the line logged at start names the source in use and, after a fallback, why")
+    func watchingDescription() {
+        let polling = MemoryPressureSource.psiPolling(path: "/proc/pressure/memory", threshold: 10, interval: .seconds(5))
+        #expect(MemoryPressureWatching(source: polling).description == polling.description)
+        let refused = MemoryPressureWatching(
+            source: polling, refusal: .init(trigger: "some 200000 2000000", errno: EACCES))
+        #expect(refused.description == "memory pressure: reading avg10 of /proc/pressure/memory every 5s (pressure above 10.0%); "
+            + "the kernel refused the trigger some 200000 2000000: Permission denied")
+    }
+
     @Test("the polling source describes its schedule")
     func pollingDescription() {
         #expect(

@@ -36,6 +36,11 @@ struct StatusCommand: ImgctlSubcommand {
         if let memory = status["memory"] {
             lines.append("memory tier: " + tier(memory, extra: nil))
         }
+        // "psi-poll (/proc/pressure/memory)": the source in use, after any fallback.
+        if let source = status["memory"]?["pressure_source"]?.string {
+            let path = status["memory"]?["pressure_path"]?.string.map { " (\($0))" } ?? ""
+            lines.append("memory pressure: \(source)\(path)")
+        }
         if let events = status["pressure_events"]?.int {
             lines.append("memory pressure events: \(HumanFormat.count(events))")
         }

@@ -88,6 +88,7 @@ struct DaemonCommands {
         let totals = (try? services.disk.index.totals()) ?? (entries: 0, bytes: 0)
         let pinned = (try? services.disk.index.pinnedBytes(now: WallClock.nowMilliseconds())) ?? 0
         let lists = services.spool.progress
+        let pressureSource = services.pressure.monitor.activeSource
         return [
             "version": .string(ImgdVersion.string), "pid": JSONValue(getpid()),
             "uptime_s": JSONValue(Double((ContinuousClock.now - services.startedAt).components.seconds)),
@@ -97,9 +98,12 @@ struct DaemonCommands {
                 "bytes": JSONValue(budget.stored), "entries": JSONValue(totals.entries), "limit": JSONValue(budget.limit),
                 "pinned_bytes": JSONValue(pinned), "path": .string(config.cache),
             ],
-            "memory": ["bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes)],
+            "memory": [
+                "bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes),
+                "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
+            ],
             "pressure_events": JSONValue(services.pressure.monitor.eventCount),
-            "degraded": .array(services.maintainer.status.faults.map { ["code": .string($0.code), "message": .string("\($0)")] }),
+            "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
         ]
     }
 
@@ -107,7 +111,8 @@ struct DaemonCommands {
         let downloads = services.downloader.statistics
         let memory = services.memory.statistics
         let counters = services.counters.values
-        let upkeep = services.maintainer.status
+        let evictions = services.disk.evictions
+        let evicted = [EvictionReason.size, .space, .command].reduce(0) { $0 + evictions.total($1).files }
         return [
             "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
@@ -116,7 +121,7 @@ struct DaemonCommands {
             "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
             "disk": [
                 "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),
-                "evicted": JSONValue(upkeep.evictedEntries + counters.evictedByCommand), "expired": JSONValue(upkeep.expiredEntries),
+                "evicted": JSONValue(evicted), "expired": JSONValue(evictions.total(.age).files),
             ],
             "gets": JSONValue(counters.gets), "pressure_events": JSONValue(services.pressure.monitor.eventCount),
             "events_dropped": JSONValue(services.events.droppedCount),
@@ -231,25 +236,22 @@ struct DaemonCommands {
         return Self.json(hit, source: image.source == .network ? .network : hit.source, data: data)
     }
 
+    /// Counted, and published as an `evicted` event, by the disk tier's ledger.
     private func evict() throws(ControlError) -> JSONValue {
-        var evicted = 0
-        var bytes = 0
+        var keys: [CacheKey] = []
         for text in try request.strings("urls") {
             guard let url = try? ImageURL(text) else { throw .invalidArgument(field: "urls", reason: "\(text) is not an http(s) URL") }
-            let key = url.cacheKey
-            services.memory.remove(key)
-            if let entry = try? services.disk.index.entry(for: key) {
-                services.disk.drop(key)
-                evicted += 1
-                bytes += entry.bytes
-            }
+            keys.append(url.cacheKey)
         }
-        services.counters.update { $0.evictedByCommand += evicted }
-        if evicted > 0 {
-            services.events.publish("evicted", data: ["count": JSONValue(evicted), "bytes": JSONValue(bytes), "reason": "command"])
+        for key in keys { services.memory.remove(key) }
+        let pass: EvictionPass
+        do {
+            pass = try services.disk.evict(keys)
+        } catch {
+            throw .other(code: "disk", message: "cannot evict: the cache index refused: \(error)")
         }
-        logChange("evict: \(evicted) entries")
-        return ["evicted": JSONValue(evicted)]
+        logChange("evict: \(pass.files) entries")
+        return ["evicted": JSONValue(pass.files)]
     }
 
     private func purge() async throws(ControlError) -> JSONValue {
@@ -263,7 +265,6 @@ struct DaemonCommands {
             logChange("purge: disk tier")
             services.memory.purge()
             let pass = await services.maintainer.purgeAll()
-            services.events.publish("evicted", data: ["count": JSONValue(pass.files), "bytes": JSONValue(pass.bytes), "reason": "command"])
             return ["evicted": JSONValue(pass.files), "bytes": JSONValue(pass.bytes)]
         }
     }

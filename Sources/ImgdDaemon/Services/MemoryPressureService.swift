@@ -8,14 +8,20 @@ public final class MemoryPressureService: Sendable {
     /// The watcher of the pressure source (its ``MemoryPressureMonitor/eventCount`` counts events).
     public let monitor: MemoryPressureMonitor
 
+    private let log: @Sendable (String) -> Void
+
     /// Watches `source` and purges `memory` on each event; `onEvent` is told after the purge
-    /// (the daemon passes events on to subscribers), `log` gets one line per event.
+    /// (the daemon passes events on to subscribers), `log` gets one line per event and, at
+    /// start, the source in use. When the kernel refuses a PSI trigger, `avg10` above
+    /// `pollingThreshold` percent (10.0 by default) is pressure.
     public init(
         source: MemoryPressureSource, memory: MemoryCache,
+        pollingThreshold: Double = MemoryPressureSource.defaultPollingThreshold,
         log: @escaping @Sendable (String) -> Void = { _ in },
         onEvent: @escaping @Sendable (MemoryPressureEvent, _ purgedBytes: Int) -> Void = { _, _ in }
     ) {
-        monitor = MemoryPressureMonitor(source: source) { event in
+        self.log = log
+        monitor = MemoryPressureMonitor(source: source, pollingThreshold: pollingThreshold) { event in
             let held = memory.statistics.bytes
             memory.purge()
             MallocTrim.releaseFreeMemory()
@@ -24,11 +30,13 @@ public final class MemoryPressureService: Sendable {
         }
     }
 
-    /// Watches until the calling task is cancelled. A source that fails (a socket closed by its
-    /// other end, a PSI file flagged by the kernel) ends the watch with an error; the `purge`
-    /// command still works.
+    /// Watches until the calling task is cancelled, logging the source in use once it is open
+    /// (after any fallback: the line says what is really watched). A source that fails (a socket
+    /// closed by its other end, a PSI file flagged by the kernel) ends the watch with an error;
+    /// the `purge` command still works.
     public func run() async throws(MemoryPressureError) {
-        try await monitor.run()
+        let log = log
+        try await monitor.run { log("\($0)") }
     }
 
     /// Reports an event from the `purge` command.

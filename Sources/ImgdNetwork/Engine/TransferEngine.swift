@@ -514,7 +514,7 @@ final class TransferEngine: @unchecked Sendable {
             // The filesystem is fuller than the cap says (other files share it): make room by
             // evicting, then try once more at once.
             job.retriedForSpace = true
-            _ = try? disk.evictLeastRecentlyUsed(toFree: Self.spaceToFreeOnENOSPC)
+            _ = try? disk.evictLeastRecentlyUsed(toFree: Self.spaceToFreeOnENOSPC, reason: .space)
             move(job, to: .queued)
             queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
         case .failure(let error):

@@ -26,9 +26,11 @@ extension DiskCache {
     /// Removes least-recently-used, unpinned entries until at least `bytes` are freed or the pass
     /// budget is spent. Rows go first (one transaction), then files: a reader that already has a
     /// file open keeps reading it. Pending access times are written first, so a recent hit
-    /// saves its entry.
+    /// saves its entry. Counted in ``evictions`` under `reason` (``EvictionReason/size``, room
+    /// under the cap, by default).
     public func evictLeastRecentlyUsed(
-        toFree bytes: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit
+        toFree bytes: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit,
+        reason: EvictionReason = .size
     ) throws(SQLiteError) -> EvictionPass {
         guard bytes > 0 else { return EvictionPass() }
         try index.flushAccesses()
@@ -39,28 +41,38 @@ extension DiskCache {
             chosen.append(candidate)
             freed += candidate.bytes
         }
-        var pass = try remove(chosen)
+        var pass = try remove(chosen, reason: reason)
         pass.isIncomplete = freed < bytes && candidates.count == passLimit
         return pass
     }
 
     /// Removes unpinned entries last used before `cutoff` (milliseconds since 1970), oldest first,
-    /// at most `passLimit` of them.
+    /// at most `passLimit` of them. Counted in ``evictions`` as ``EvictionReason/age``.
     public func evictExpired(
         accessedBefore cutoff: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit
     ) throws(SQLiteError) -> EvictionPass {
         try index.flushAccesses()
         let candidates = try index.evictionCandidates(now: now, accessedBefore: cutoff, limit: passLimit)
-        var pass = try remove(candidates)
+        var pass = try remove(candidates, reason: .age)
         pass.isIncomplete = candidates.count == passLimit
         return pass
     }
 
-    private func remove(_ victims: [(key: CacheKey, bytes: Int)]) throws(SQLiteError) -> EvictionPass {
+    /// Removes the entries of those `keys` that have one, pinned or not (the `evict` command),
+    /// counted in ``evictions`` as ``EvictionReason/command``.
+    public func evict(_ keys: [CacheKey]) throws(SQLiteError) -> EvictionPass {
+        let found = try index.entries(for: keys)
+        return try remove(found.values.map { ($0.key, $0.bytes) }, reason: .command)
+    }
+
+    /// Rows first (one transaction), then files; then the ledger hears of it. Every eviction
+    /// goes through here.
+    private func remove(_ victims: [(key: CacheKey, bytes: Int)], reason: EvictionReason) throws(SQLiteError) -> EvictionPass {
         guard !victims.isEmpty else { return EvictionPass() }
         let bytes = try index.remove(victims.map(\.key))
         budget.removed(bytes)
         for victim in victims { unlink(directory.path(for: victim.key)) }
+        evictions.record(Eviction(reason: reason, files: victims.count, bytes: bytes))
         return EvictionPass(files: victims.count, bytes: bytes)
     }
 }

@@ -213,7 +213,8 @@ public struct MaintenanceStatus: Sendable, Equatable {
     public var faults: [DiskCacheFault] = []
     /// Entries removed by the age sweep.
     public var expiredEntries = 0
-    /// Entries evicted because more was stored than the cap allows.
+    /// Entries this maintainer evicted: more was stored than the cap allows, or a purge. Every
+    /// eviction, whoever made it (a reservation at admission, too), is in ``DiskCache/evictions``.
     public var evictedEntries = 0
     /// Age sweeps run.
     public var sweeps = 0
@@ -258,12 +259,15 @@ extension Duration {
 
 extension DiskCacheMaintainer {
     /// Evicts every unpinned entry (the `purge` command for the disk tier), pass after pass on
-    /// the maintainer's queue.
+    /// the maintainer's queue; the cache's ``DiskCache/evictions`` counts them as
+    /// ``EvictionReason/command``.
     public func purgeAll() async -> EvictionPass {
         var total = EvictionPass()
         while !Task.isCancelled {
             let pass = await onQueue {
-                self.pass("purge") { () throws(SQLiteError) in try self.cache.evictLeastRecentlyUsed(toFree: Int.max, now: self.now()) }
+                self.pass("purge") { () throws(SQLiteError) in
+                    try self.cache.evictLeastRecentlyUsed(toFree: Int.max, now: self.now(), reason: .command)
+                }
             }
             total.files += pass.files
             total.bytes += pass.bytes

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Why ``MemoryPressureMonitor/run()`` could not watch, or stopped watching. Each message names
+/// Why ``MemoryPressureMonitor/run(onWatching:)`` could not watch, or stopped watching. Each message names
 /// the path and the system's reason, and says what to check; the daemon logs it once and carries
 /// on without pressure events (the `purge` command still works).
 public enum MemoryPressureError: Error, Sendable, Equatable, CustomStringConvertible {

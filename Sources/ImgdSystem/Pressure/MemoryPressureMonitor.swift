@@ -6,7 +6,7 @@ import Synchronization
 /// Each event calls `onPressure` once, with a ``MemoryPressureEvent``. The daemon purges the
 /// memory tier there and calls ``MallocTrim/releaseFreeMemory()``.
 ///
-/// ``run()`` is a service: it watches until its task is cancelled. The blocking wait runs on a
+/// ``run(onWatching:)`` is a service: it watches until its task is cancelled. The blocking wait runs on a
 /// thread of its own, so no thread of the cooperative pool is held; cancellation wakes it at once.
 public final class MemoryPressureMonitor: Sendable {
     /// The source asked for; ``activeSource`` is the one in use.
@@ -57,8 +57,9 @@ public final class MemoryPressureMonitor: Sendable {
     /// Events reported so far, from every origin.
     public var eventCount: Int { state.withLock { $0.eventCount } }
 
-    /// The source in use: ``source``, or polling when the kernel refused the PSI trigger (known
-    /// once ``run()`` has opened it).
+    /// The source in use: ``source`` until ``run(onWatching:)`` has opened it; then the one
+    /// opened (polling when the kernel refused the PSI trigger); disabled, with the error as its
+    /// reason, once a run has failed.
     public var activeSource: MemoryPressureSource { state.withLock { $0.activeSource } }
 
     /// True once the watching thread is running (named, about to wait), until `run()` returns.
@@ -71,7 +72,7 @@ public final class MemoryPressureMonitor: Sendable {
     var readings: Int { state.withLock { $0.readings } }
 
     /// Reports a pressure event from the `purge` command: counted and passed to `onPressure`
-    /// like any other, on the calling thread. Works whether or not ``run()`` is running.
+    /// like any other, on the calling thread. Works whether or not ``run(onWatching:)`` is running.
     public func trigger() {
         report(origin: "command")
     }
@@ -79,11 +80,14 @@ public final class MemoryPressureMonitor: Sendable {
     /// Watches until the calling task is cancelled, then returns after the watching thread has
     /// exited and every descriptor it used is closed.
     ///
+    /// Once the source is open, and before any event, `onWatching` is called (on the calling
+    /// task) with what is watched: the source in use after any fallback, for the log.
+    ///
     /// Throws when the source cannot be opened (except a refused PSI trigger, which falls back
     /// to polling; see ``activeSource``), or when watching fails later: the socket's other end
-    /// closes, the kernel flags the PSI file, a read fails. A disabled source watches nothing and
-    /// returns on cancellation. One run at a time.
-    public func run() async throws(MemoryPressureError) {
+    /// closes, the kernel flags the PSI file, a read fails. Either way ``activeSource`` is then
+    /// disabled. A disabled source watches nothing and returns on cancellation. One run at a time.
+    public func run(onWatching: (MemoryPressureWatching) -> Void = { _ in }) async throws(MemoryPressureError) {
         state.withLock { state in
             precondition(!state.isRunning, "MemoryPressureMonitor.run() is already running")
             state.isRunning = true
@@ -94,9 +98,18 @@ public final class MemoryPressureMonitor: Sendable {
                 state.isWatching = false
             }
         }
+        do {
+            try await watch(onWatching: onWatching)
+        } catch {
+            state.withLock { $0.activeSource = .disabled(reason: error.description) }
+            throw error
+        }
+    }
 
+    private func watch(onWatching: (MemoryPressureWatching) -> Void) async throws(MemoryPressureError) {
         let watch = try PressureWatch.open(source, pollingThreshold: pollingThreshold, pollingInterval: pollingInterval)
         state.withLock { $0.activeSource = watch.source }
+        onWatching(MemoryPressureWatching(source: watch.source, refusal: watch.refusal))
         let completion = RunCompletion()
         if case .disabled = watch.mode {
             await withTaskCancellationHandler {

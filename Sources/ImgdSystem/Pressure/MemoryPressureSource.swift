@@ -43,6 +43,24 @@ public enum MemoryPressureSource: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// A short, stable name for `status`: `psi-trigger`, `psi-poll`, `systemd` or `off`.
+    public var code: String {
+        switch self {
+        case .disabled: "off"
+        case .systemdWatch: "systemd"
+        case .psiTrigger: "psi-trigger"
+        case .psiPolling: "psi-poll"
+        }
+    }
+
+    /// The file or socket watched; nil when disabled.
+    public var path: String? {
+        switch self {
+        case .disabled: nil
+        case .systemdWatch(let path, _, _), .psiTrigger(let path, _), .psiPolling(let path, _, _): path
+        }
+    }
+
     /// "5s" or "250ms": short, like the durations the configuration accepts.
     private static func format(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components

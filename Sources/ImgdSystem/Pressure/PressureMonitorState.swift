@@ -4,7 +4,7 @@ struct PressureMonitorState {
     var eventCount = 0
     /// The source in use (after any fallback).
     var activeSource: MemoryPressureSource
-    /// True from the start of ``MemoryPressureMonitor/run()`` until it returns: one run at a time.
+    /// True from the start of ``MemoryPressureMonitor/run(onWatching:)`` until it returns: one run at a time.
     var isRunning = false
     /// Set by the watching thread when it starts; cleared when `run()` returns.
     var isWatching = false

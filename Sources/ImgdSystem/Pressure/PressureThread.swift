@@ -4,7 +4,7 @@ import Glibc
 
 /// The dedicated thread the monitor blocks in `poll` on, so no thread of Swift's cooperative
 /// pool is ever held. A pthread rather than Foundation's `Thread` because it can be joined:
-/// ``MemoryPressureMonitor/run()`` returns only after the thread has exited.
+/// ``MemoryPressureMonitor/run(onWatching:)`` returns only after the thread has exited.
 final class PressureThread {
     /// What the thread runs, passed through `pthread_create`'s context pointer (a C function
     /// pointer cannot capture it).

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A ``MemoryPressureSource`` opened: the descriptor to poll and how to read it, or the file
-/// to poll on a timer. Made on the task calling ``MemoryPressureMonitor/run()`` (so opening
+/// to poll on a timer. Made on the task calling ``MemoryPressureMonitor/run(onWatching:)`` (so opening
 /// errors are thrown there), then owned by the monitor's thread, which closes it.
 struct PressureWatch: Sendable {
     /// How events are recognised.
@@ -28,6 +28,8 @@ struct PressureWatch: Sendable {
     let path: String
     /// ``MemoryPressureEvent/origin`` of the events this watch reports.
     let origin: String
+    /// Set when this watch polls because the kernel refused the PSI trigger asked for.
+    var refusal: MemoryPressureWatching.Refusal?
 
     /// The descriptor it holds open, if any.
     var descriptors: [Int32] {
@@ -87,8 +89,11 @@ struct PressureWatch: Sendable {
         case .psiTrigger(let path, let trigger):
             let descriptor = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
             if descriptor < 0 {
-                guard isRefusal(errno) else { throw .cannotOpen(path: path, errno: errno) }
-                return try polling(path, threshold: pollingThreshold, interval: pollingInterval)
+                let code = errno
+                guard isRefusal(code) else { throw .cannotOpen(path: path, errno: code) }
+                var watch = try polling(path, threshold: pollingThreshold, interval: pollingInterval)
+                watch.refusal = .init(trigger: trigger, errno: code)
+                return watch
             }
             // The kernel overwrites the last byte written with a NUL before parsing, so the
             // trigger is sent NUL-terminated, as systemd and the kernel's example do.
@@ -96,7 +101,9 @@ struct PressureWatch: Sendable {
             guard failure == 0 else {
                 Glibc.close(descriptor)
                 guard isRefusal(failure) else { throw .cannotWrite(path: path, errno: failure) }
-                return try polling(path, threshold: pollingThreshold, interval: pollingInterval)
+                var watch = try polling(path, threshold: pollingThreshold, interval: pollingInterval)
+                watch.refusal = .init(trigger: trigger, errno: failure)
+                return watch
             }
             return PressureWatch(source: source, mode: .priority(descriptor: descriptor), path: path, origin: "psi")
 

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Hands the monitor thread's outcome to the task waiting in ``MemoryPressureMonitor/run()``,
+/// Hands the monitor thread's outcome to the task waiting in ``MemoryPressureMonitor/run(onWatching:)``,
 /// whichever of the two gets there first. The first ``finish(_:)`` wins; later ones are ignored.
 final class RunCompletion: Sendable {
     typealias Outcome = Result<Void, MemoryPressureError>

@@ -12,9 +12,11 @@ final class DaemonProcess: Sendable {
     private let process: ChildProcess
 
     /// Starts `imgd` with `arguments` in `folder` and waits until its socket answers `ping`.
+    /// `launcher` (a command and its arguments) runs imgd when given: it is started with imgd's
+    /// path and `arguments` after its own, and must exec imgd.
     static func start(
         in folder: String, arguments: [String] = [], environment: [String: String] = [:],
-        socket: String? = nil, waitForSocket: Bool = true
+        socket: String? = nil, waitForSocket: Bool = true, launcher: [String] = []
     ) async throws -> DaemonProcess {
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "MEMORY_PRESSURE_WATCH", "JOURNAL_STREAM", "WATCHDOG_USEC"]
@@ -22,8 +24,9 @@ final class DaemonProcess: Sendable {
             merged[name] = nil
         }
         let log = folder + "/imgd.log"
+        let command = launcher + [BinaryRunner.imgdPath] + arguments
         let process = try ChildProcess(
-            BinaryRunner.imgdPath, arguments, in: folder, environment: merged, stdout: .file(log), stderr: .file(log))
+            command[0], Array(command.dropFirst()), in: folder, environment: merged, stdout: .file(log), stderr: .file(log))
         let daemon = DaemonProcess(folder: folder, socket: socket ?? folder + "/imgd-data/imgd.sock", process: process)
         if waitForSocket {
             let socket = daemon.socket
