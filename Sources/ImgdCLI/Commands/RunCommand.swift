@@ -42,7 +42,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Also refuse connections to this address range (CIDR); repeatable; added to the default list.")
     var deny: [String] = []
     @Option(help: ArgumentHelp(
-        "Refuse the default ranges (169.254.0.0/16, 0.0.0.0/8, fe80::/10, fd00:ec2::254, 100.100.100.200) (default true).",
+        "Refuse the default ranges 169.254.0.0/16, 0.0.0.0/8, fe80::/10, fd00:ec2::254, 100.100.100.200 (default true; false leaves only --deny).",
         valueName: "true|false"))
     var denyDefaults: String?
     @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
