@@ -210,7 +210,7 @@ struct TOMLInvalidDocumentTests {
         Self.check(Case("a = [\n  1, # one\n  2,\n]\nb = '''\n\n'''\nc = 01", line: 8, "leading zeros"))
     }
 
-    @Test("nesting deeper than the limit is refused, not a stack overflow")
+    @Test("nesting deeper than the limit, or a key of too many parts, is refused, not a stack overflow")
     func depthLimit() {
         let limit = TOMLDocument.maximumDepth
         #expect(throws: Never.self) {
@@ -218,5 +218,10 @@ struct TOMLInvalidDocumentTests {
         }
         Self.check(Case("a = " + String(repeating: "[", count: 100_000), "nested deeper"))
         Self.check(Case("a = " + String(repeating: "{ b = ", count: limit + 1) + "1" + String(repeating: "}", count: limit + 1), "nested deeper"))
+        let longKey = Array(repeating: "a", count: limit + 1).joined(separator: ".")
+        #expect(throws: Never.self) { try TOMLDocument(parsing: "[" + Array(repeating: "a", count: limit).joined(separator: ".") + "]") }
+        Self.check(Case("\(longKey) = 1", "more than \(limit) dotted parts"))
+        Self.check(Case("x = 1\n[\(longKey)]", line: 2, "more than \(limit) dotted parts"))
+        Self.check(Case("a = 1\n" + String(repeating: ".a", count: 200_000) + " = 1", line: 2, "expected a key"))
     }
 }

@@ -5,12 +5,13 @@
 /// settings can name `FILE:LINE` for a key it does not know or a value it cannot use.
 ///
 /// Limits: the text is what the caller read (imgd reads at most 1 MiB); arrays and inline
-/// tables nest at most ``maximumDepth`` deep, so a hostile file cannot exhaust the stack.
+/// tables nest at most ``maximumDepth`` deep, and a key has at most that many dotted parts, so
+/// a hostile file cannot exhaust the stack.
 public struct TOMLDocument: Sendable, Equatable {
     /// The top-level table.
     public let root: TOMLTable
 
-    /// How deep arrays and inline tables may nest.
+    /// How deep arrays and inline tables may nest, and how many parts a dotted key may have (64).
     public static let maximumDepth = 64
 
     /// Parses `text`.

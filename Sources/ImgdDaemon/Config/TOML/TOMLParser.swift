@@ -143,6 +143,9 @@ struct TOMLParser {
         while true {
             skipSpaces()
             path.append(try readSimpleKey())
+            guard path.count <= TOMLDocument.maximumDepth else {
+                throw fail("a key of more than \(TOMLDocument.maximumDepth) dotted parts")
+            }
             skipSpaces()
             guard current == UInt8(ascii: ".") else { return path }
             position += 1
