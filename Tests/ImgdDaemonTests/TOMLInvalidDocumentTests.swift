@@ -50,6 +50,11 @@ struct TOMLInvalidDocumentTests {
         Case("a = 1 2", "unexpected text"),
         Case("a = 1x", "not a number"),
         Case("a = +", "decimal digits"),
+        Case("a = ++99", "decimal digits"),
+        Case("a = --99", "decimal digits"),
+        Case("a = 0O0", "decimal digits"),
+        Case("a = 0x1_", "base 16"),
+        Case("a = _0b1", "not a value"),
     ])
     func integers(_ invalid: Case) { Self.check(invalid) }
 
@@ -66,6 +71,9 @@ struct TOMLInvalidDocumentTests {
         Case("a = 00.5", "leading zeros"),
         Case("a = 01e5", "leading zeros"),
         Case("a = 1.2.3", "after its point"),
+        Case("a = 1.2_e2", "after its point"),
+        Case("a = 1_e2", "decimal digits"),
+        Case("a = 1e2_", "exponent"),
         Case("a = Inf", "not a value"),
         Case("a = NaN", "not a value"),
         Case("a = infinity", "not a value"),
@@ -142,6 +150,8 @@ struct TOMLInvalidDocumentTests {
         Case("[fruit]\napple.taste.sweet = true\n[fruit.apple.taste]", line: 3, "dotted key"),
         Case("[fruit.apple]\n[fruit]\napple.color = \"red\"", line: 3, "dotted keys cannot add"),
         Case("[a.b.c]\nz = 9\n[a]\nb.c.t = 1", line: 4, "dotted keys cannot add"),
+        Case("[a.b.c.d]\nz = 9\n[a]\nb.c.d.k.t = 1", line: 4, "dotted keys cannot add"),
+        Case("x.y.z.w.key = 1\n[x]", line: 2, "dotted key on line 1"),
         Case("[]", "expected a key"),
         Case("[a", "expected ]"),
         Case("[a.]", "expected a key"),
@@ -165,6 +175,7 @@ struct TOMLInvalidDocumentTests {
         Case("a = {b = 1}\n[a.c]", line: 2, "cannot be extended"),
         Case("a = {b = 1}\na.c = 2", line: 2, "cannot be extended"),
         Case("[x]\na = {}\n[x.a.b]", line: 3, "cannot be extended"),
+        Case("t = { f = { a.c = \"red\" }, f.a.t = { s = true } }", "cannot be extended"),
     ])
     func inlineTables(_ invalid: Case) { Self.check(invalid) }
 

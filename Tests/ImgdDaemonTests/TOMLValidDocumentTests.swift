@@ -475,6 +475,12 @@ struct TOMLValidDocumentTests {
         #expect(Self.value(document, "fruits", "#1", "physical") == nil)
         #expect(Self.value(document, "more", "points", "#2", "z") == .integer(8))
         #expect(document.root["products"]?.line == 1, "an array of tables has the line of its first header")
+
+        // Each element takes its own sub-table of the same name.
+        let repeated = try Self.parse("[[a]]\n[a.b]\nx = 1\n[[a]]\n[a.b]\nx = 2\n[[a.c]]\n")
+        #expect(Self.value(repeated, "a", "#0", "b", "x") == .integer(1))
+        #expect(Self.value(repeated, "a", "#1", "b", "x") == .integer(2))
+        #expect(Self.value(repeated, "a", "#1", "c", "#0") == .table(try Self.parse("").root))
     }
 
     @Test("nested settings of the shape the per-host issues need, with the line of every key")
