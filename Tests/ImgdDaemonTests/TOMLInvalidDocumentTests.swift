@@ -221,6 +221,44 @@ struct TOMLInvalidDocumentTests {
         Self.check(Case("a = [\n  1, # one\n  2,\n]\nb = '''\n\n'''\nc = 01", line: 8, "leading zeros"))
     }
 
+    @Test("every cut and every one-byte change of a valid document is read or refused, never a crash")
+    func truncationsAndMutations() {
+        let text = Array(#"""
+            # settings
+            a = "x\u00e9\"" # c
+            b = """
+            multi \
+              line"""
+            c = '''lit'''
+            d = [1, 0x1F, 1e3, inf, 1979-05-27T07:32:00Z, 07:32:00.5, { e.f = 'g' }]
+            [h."i j"]
+            k.l = -0.5
+            [[m]]
+            n = 1979-05-27 07:32:00
+            """#.utf8)
+        var outcomes = (read: 0, refused: 0)
+        func attempt(_ bytes: [UInt8]) {
+            do {
+                _ = try TOMLDocument(parsing: String(decoding: bytes, as: UTF8.self))
+                outcomes.read += 1
+            } catch {
+                #expect(error.line >= 1 && error.line <= bytes.count + 1)
+                outcomes.refused += 1
+            }
+        }
+        #expect(throws: Never.self) { try TOMLDocument(parsing: String(decoding: text, as: UTF8.self)) }
+        for end in 0...text.count { attempt(Array(text[..<end])) }
+        let replacements: [UInt8] = [0x00, 0x0A, 0x0D, 0x20, 0x22, 0x27, 0x2C, 0x2E, 0x3D, 0x5B, 0x5D, 0x7B, 0x7D, 0x5C, 0x5F, 0x30, 0x23]
+        for index in text.indices {
+            for byte in replacements where text[index] != byte {
+                var mutated = text
+                mutated[index] = byte
+                attempt(mutated)
+            }
+        }
+        #expect(outcomes.read > 0 && outcomes.refused > 0, "\(outcomes)")
+    }
+
     @Test("nesting deeper than the limit, or a key of too many parts, is refused, not a stack overflow")
     func depthLimit() {
         let limit = TOMLDocument.maximumDepth
