@@ -191,7 +191,8 @@ final class DaemonServices: Sendable {
 
     // MARK: - Reload and stop
 
-    /// SIGHUP: reads the configuration again and applies what can change while running.
+    /// SIGHUP: reads the configuration again and applies the settings declared reloadable
+    /// (``ConfigReload``); the others keep their running value until a restart.
     func reload() async {
         notifier.reloading()
         defer { notifier.ready(status: statusLine()) }
@@ -204,28 +205,9 @@ final class DaemonServices: Sendable {
         }
         // With the new cap, and also when nothing changed: a reload after freeing space checks again.
         defer { checkDiskSpace() }
-        let old = config.withLock { $0 }
-        let changes = new.changes(from: old)
-        guard !changes.isEmpty else {
-            log("reloaded: nothing changed")
-            return
-        }
-        var applied = old
-        for change in changes {
-            if change.reloadable {
-                log("reloaded: \(change.key) = \(change.value)")
-            } else {
-                log("reloaded: \(change.key) changed to \(change.value) but needs a restart; keeping the old value", level: .warning)
-            }
-        }
-        // Take every reloadable setting from the new configuration, keep the rest.
-        applied = new
-        applied.spool = old.spool
-        applied.cache = old.cache
-        applied.state = old.state
-        applied.socket = old.socket
-        applied.maxConnections = old.maxConnections
-        applied.pressureThreshold = old.pressureThreshold
+        let reload = ConfigReload(running: config.withLock { $0 }, loaded: new)
+        for message in reload.messages { log(message.text, level: message.level) }
+        let applied = reload.applied
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)

@@ -356,6 +356,10 @@ struct DaemonServiceTests {
             ("disk-limit = \"2MiB\"\n\nmax-parallel = 0\n", 3, "max-parallel"),
             ("disk-limit = \"2MiB\"\nmemory-limit = \"many\"\n", 2, "memory-limit"),
             ("disk-limit = 2MiB\n", 1, "2MiB"),
+            ("disk-limit = \"2MiB\"\nmax-parallel = 01\n", 2, "leading zeros"),
+            ("disk-limit = \"2MiB\"\nmax-age = \"\"\"\n12h\n", 4, "not closed"),
+            ("max-parallel = 4\n[host.\"images.example.com\"]\nmax-per-host = 2\n", 2, "unknown table [host]"),
+            ("ca-file = \"/nonexistent/ca.pem\"\n", 1, "ca-file: cannot read /nonexistent/ca.pem"),
         ])
     func badConfigurationFile(text: String, line: Int, mentions: String) async throws {
         let scratch = try ScratchFolder()
@@ -367,6 +371,75 @@ struct DaemonServiceTests {
         #expect(run.stderr.contains("\(file):\(line):"), "the message does not name \(file):\(line):\n\(run.stderr)")
         #expect(run.stderr.contains(mentions), "the message does not mention \(mentions):\n\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.path + "/imgd-data"), "imgd made its folders before refusing")
+    }
+
+    @Test("--config in any TOML 1.0 form (multi-line and literal strings, 0x integers, comments, arrays over lines) starts and reloads")
+    func unusualConfigurationFile() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let file = scratch.path + "/imgd.toml"
+        try scratch.write("imgd.toml", #"""
+            # imgd's settings — TOML 1.0
+            max-parallel = 0x10          # sixteen, in hexadecimal
+            disk-limit = """
+            3MiB"""
+            max-age = '12h'
+            deny = [ "10.0.0.0/8",       # added to the defaults
+                     "fd00::/8", ]
+            pressure-threshold = 2.5e1
+            """#)
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
+        defer { daemon.killIfRunning() }
+        #expect(try await Self.cacheLimit(daemon) == 3 << 20, "log:\n\(daemon.log)")
+        // The same settings written plainly: a reload finds nothing changed, so 0x10 was 16, etc.
+        try scratch.write("imgd.toml", """
+            max-parallel = 16
+            disk-limit = "3MiB"
+            max-age = "12h"
+            deny = ["10.0.0.0/8", "fd00::/8"]
+            pressure-threshold = 25
+            """)
+        kill(daemon.pid, SIGHUP)
+        let reloaded = await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded:") }
+        #expect(reloaded, "no reload logged:\n\(daemon.log)")
+        #expect(daemon.log.contains("reloaded: nothing changed"), "\(daemon.log)")
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+    }
+
+    @Test("SIGHUP with a changed proxy and deny: logged as needing a restart, and the old values really stay in effect")
+    func reloadKeepsRestartSettings() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let file = scratch.path + "/imgd.toml"
+        try scratch.write("imgd.toml", "max-per-host = 4\n")
+        try await withHTTPServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
+            defer { daemon.killIfRunning() }
+            let before = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/before.png"))"}"#)
+            #expect(before["path"] is String, "\(before)")
+
+            // Either new value, if applied, would stop the next fetch from the test server (on
+            // loopback): a proxy on a closed port, or loopback denied.
+            let restartOnly = "proxy = \"http://127.0.0.1:9\"\ndeny = [\"127.0.0.0/8\", \"::1/128\"]\n"
+            try scratch.write("imgd.toml", "max-per-host = 2\n" + restartOnly)
+            kill(daemon.pid, SIGHUP)
+            let reloaded = await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded: max-per-host = 2") }
+            let log = daemon.log
+            #expect(reloaded, "the reloadable change was not logged as applied:\n\(log)")
+            #expect(log.contains("reloaded: proxy changed to http://127.0.0.1:9 but needs a restart; keeping the old value"), "\(log)")
+            #expect(log.contains("reloaded: deny changed to 127.0.0.0/8,::1/128 but needs a restart; keeping the old value"), "\(log)")
+            let after = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/after.png"))"}"#)
+            #expect(after["path"] is String, "a setting logged as kept was applied: \(after)\n\(daemon.log)")
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+
+            // A restart takes them: the same kind of fetch is now refused (so the check above can fail).
+            try scratch.write("imgd.toml", "deny = [\"127.0.0.0/8\", \"::1/128\"]\n")
+            let restarted = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
+            defer { restarted.killIfRunning() }
+            let refused = try await restarted.call(#"{"cmd":"get","url":"\#(server.url("/img/refused.png"))"}"#)
+            #expect(Self.errorCode(refused) == "policy_denied", "\(refused)")
+            #expect(await restarted.stop() == 0, "log:\n\(restarted.log)")
+        }
     }
 
     // MARK: - 7. Memory pressure

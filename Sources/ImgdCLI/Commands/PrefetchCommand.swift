@@ -3,6 +3,10 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `imgd prefetch`: download every URL of some link lists into a cache folder, then exit.
 struct PrefetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,8 +56,14 @@ struct PrefetchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("deny"),
-        help: "Refuse connections to this address range (CIDR); repeatable. Replaces the default list (link-local and metadata ranges).")
+        help: "Refuse connections to this address range (CIDR) too; repeatable. Added to the default list (link-local and metadata ranges).")
     var deniedRanges: [String] = []
+
+    @Option(name: .customLong("deny-defaults"), help: "Whether the default denied ranges apply (true or false).")
+    var denyDefaults: Bool = true
+
+    @Option(name: .customLong("ca-file"), help: "PEM certificates trusted for https instead of the system's store (a private CA).")
+    var caFile: String?
 
     func validate() throws {
         guard !lists.isEmpty else { throw ValidationError("give at least one link list") }
@@ -67,6 +77,9 @@ struct PrefetchCommand: AsyncParsableCommand {
         for range in deniedRanges where IPRange(range) == nil {
             throw ValidationError("--deny \(range) is not an address range like 169.254.0.0/16")
         }
+        if let caFile, access(caFile, R_OK) != 0 {
+            throw ValidationError("--ca-file \(caFile) cannot be read: \(String(cString: strerror(errno)))")
+        }
     }
 
     var policy: DownloadPolicy {
@@ -77,7 +90,9 @@ struct PrefetchCommand: AsyncParsableCommand {
         policy.maxBodyBytes = maxBodyBytes
         policy.totalTimeout = .seconds(timeout)
         policy.proxy = proxy
-        if !deniedRanges.isEmpty { policy.addresses = AddressPolicy(deniedRanges: deniedRanges.compactMap(IPRange.init)) }
+        policy.caFile = caFile
+        policy.addresses = AddressPolicy(
+            deniedRanges: (denyDefaults ? AddressPolicy.default.deniedRanges : []) + deniedRanges.compactMap(IPRange.init))
         return policy
     }
 

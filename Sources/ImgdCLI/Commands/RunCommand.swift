@@ -14,11 +14,13 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             With no flags, everything lives under ./imgd-data (spool/, cache/, state/, imgd.sock); \
             under systemd, in $STATE_DIRECTORY, $CACHE_DIRECTORY and $RUNTIME_DIRECTORY. Each \
-            flag is also a key of the --config file (TOML: disk-limit = "2GiB"); flags win. \
-            SIGHUP reloads the file; SIGTERM stops within 5 seconds. See Protocol.md.
+            flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
+            flags win. SIGHUP reloads the file and applies limits, caps, timeouts and ca-file; \
+            a changed folder, socket, max-connections, pressure-threshold, proxy, deny or \
+            deny-defaults needs a restart. SIGTERM stops within 5 seconds. See Protocol.md.
             """)
 
-    @Option(help: "Configuration file (TOML; every flag below is a key).")
+    @Option(help: "Configuration file (TOML 1.0; every flag below is a top-level key).")
     var config: String?
 
     @Option(help: "Folder watched for link lists.") var spool: String?
@@ -35,8 +37,14 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Largest body accepted (default 64MiB).") var maxBodyBytes: String?
     @Option(help: "Time allowed for one attempt (default 120s).") var timeout: String?
     @Option(help: "Proxy URL (proxy environment variables are ignored).") var proxy: String?
-    @Option(help: "Refuse connections to this address range (CIDR); repeatable; replaces the default list.")
+    @Option(help: ArgumentHelp("A file of PEM certificates trusted for https instead of the system's store (a private CA).", valueName: "path"))
+    var caFile: String?
+    @Option(help: "Also refuse connections to this address range (CIDR); repeatable; added to the default list.")
     var deny: [String] = []
+    @Option(help: ArgumentHelp(
+        "Refuse the default ranges 169.254.0.0/16, 0.0.0.0/8, fe80::/10, fd00:ec2::254, 100.100.100.200 (default true; false leaves only --deny).",
+        valueName: "true|false"))
+    var denyDefaults: String?
     @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
@@ -47,8 +55,9 @@ struct RunCommand: AsyncParsableCommand {
             ("spool", spool), ("cache", cache), ("state", state), ("socket", socket), ("disk-limit", diskLimit),
             ("max-age", maxAge), ("sweep-interval", sweepInterval), ("memory-limit", memoryLimit),
             ("max-parallel", maxParallel), ("max-per-host", maxPerHost), ("attempts", attempts),
-            ("max-body-bytes", maxBodyBytes), ("timeout", timeout), ("proxy", proxy),
-            ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("max-connections", maxConnections),
+            ("max-body-bytes", maxBodyBytes), ("timeout", timeout), ("proxy", proxy), ("ca-file", caFile),
+            ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("deny-defaults", denyDefaults),
+            ("max-connections", maxConnections),
             ("pressure-threshold", pressureThreshold),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }

@@ -9,8 +9,9 @@ extension DaemonConfig {
     /// The largest configuration file read (a guard against pointing `--config` at a big file).
     static let maximumFileBytes = 1 << 20
 
-    /// The embedded default for `environment`, then `file` (if any), then `flags` (setting name
-    /// and text, in order).
+    /// The embedded default for `environment`, then `file` (if any, TOML 1.0), then `flags`
+    /// (setting name and text, in order). An invalid document, an unknown key or table, or a
+    /// value a setting cannot use is refused with `FILE:LINE` (or the flag).
     public static func load(
         environment: [String: String], file: String?, flags: [(key: String, value: String)]
     ) throws(ConfigError) -> DaemonConfig {
@@ -22,7 +23,7 @@ extension DaemonConfig {
             } catch {
                 throw ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
             }
-            for entry in document.entries {
+            for entry in document.root.entries {
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
             }
         }

@@ -1,0 +1,42 @@
+/// What a reload does with a configuration read again: each changed setting declared
+/// reloadable is applied, each other one is logged as needing a restart and keeps its running
+/// value. The daemon's reload logs ``messages`` and runs on ``applied``, so what it logs is
+/// what it does.
+public struct ConfigReload: Sendable {
+    /// One setting whose value in the file (or flags) differs from the running one.
+    public struct Change: Sendable, Equatable {
+        public let key: String
+        /// The new value, as logged.
+        public let value: String
+        /// True when the new value is applied now; false when it waits for a restart.
+        public let applied: Bool
+    }
+
+    /// The changed settings, in `--help` order.
+    public let changes: [Change]
+    /// The configuration to run on: the loaded one's reloadable settings, the running one's others.
+    public let applied: DaemonConfig
+
+    public init(running: DaemonConfig, loaded: DaemonConfig) {
+        var applied = running
+        var changes: [Change] = []
+        for setting in DaemonConfig.settings {
+            if setting.reloadable { setting.adopt(&applied, loaded) }
+            let new = setting.show(loaded)
+            guard new != setting.show(running) else { continue }
+            changes.append(Change(key: setting.name, value: new, applied: setting.reloadable))
+        }
+        self.changes = changes
+        self.applied = applied
+    }
+
+    /// The log lines, one per change ("nothing changed" when none).
+    public var messages: [(text: String, level: DaemonLog.Level)] {
+        guard !changes.isEmpty else { return [("reloaded: nothing changed", .info)] }
+        return changes.map { change in
+            change.applied
+                ? ("reloaded: \(change.key) = \(change.value)", .info)
+                : ("reloaded: \(change.key) changed to \(change.value) but needs a restart; keeping the old value", .warning)
+        }
+    }
+}

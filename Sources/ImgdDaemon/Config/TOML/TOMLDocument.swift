@@ -1,0 +1,35 @@
+/// A TOML 1.0 document (https://toml.io/en/v1.0.0), parsed strictly: every valid document is
+/// read, every invalid one is refused with the line to look at.
+///
+/// Every key keeps the line that defined it (``TOMLTable/Entry/line``), so whoever reads the
+/// settings can name `FILE:LINE` for a key it does not know or a value it cannot use.
+///
+/// Limits: the text is what the caller read (imgd reads at most 1 MiB); arrays and inline
+/// tables nest at most ``maximumDepth`` deep, and a key has at most that many dotted parts, so
+/// a hostile file cannot exhaust the stack.
+public struct TOMLDocument: Sendable, Equatable {
+    /// The top-level table.
+    public let root: TOMLTable
+
+    /// How deep arrays and inline tables may nest, and how many parts a dotted key may have (64).
+    public static let maximumDepth = 64
+
+    /// Parses `text`.
+    public init(parsing text: String) throws(TOMLError) {
+        var parser = TOMLParser(Array(text.utf8))
+        root = try parser.parseDocument()
+    }
+}
+
+/// Why a TOML document is invalid, with the line to look at.
+public struct TOMLError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let line: Int
+    public let reason: String
+
+    public init(line: Int, reason: String) {
+        self.line = line
+        self.reason = reason
+    }
+
+    public var description: String { "line \(line): \(reason)" }
+}

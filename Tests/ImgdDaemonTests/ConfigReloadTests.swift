@@ -1,0 +1,109 @@
+import Foundation
+@testable import ImgdDaemon
+import ImgdNetwork
+import Testing
+
+/// What SIGHUP does with each setting, through ``ConfigReload``, which the daemon's reload
+/// logs and then runs on: a reloadable setting's new value is logged and in effect; any other
+/// is logged as needing a restart and the running value stays in effect.
+@Suite("Configuration: a reload applies exactly the reloadable settings and logs the rest")
+struct ConfigReloadTests {
+    /// One setting changed from its default: the value in the file, and whether that value is
+    /// what the daemon runs on (through what the services are given: policy, upkeep, fields).
+    struct Change: Sendable, CustomTestStringConvertible {
+        let key: String
+        let value: TOMLValue
+        let reloadable: Bool
+        let inEffect: @Sendable (DaemonConfig) -> Bool
+
+        var testDescription: String { "\(key) = \(value)" }
+    }
+
+    static let caFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reload-ca-\(getpid()).pem").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data("-----BEGIN CERTIFICATE-----\n".utf8))
+        return path
+    }()
+
+    static let changes: [Change] = [
+        Change(key: "spool", value: .string("/elsewhere/spool"), reloadable: false) { $0.spool == "/elsewhere/spool" },
+        Change(key: "cache", value: .string("/elsewhere/cache"), reloadable: false) { $0.cache == "/elsewhere/cache" },
+        Change(key: "state", value: .string("/elsewhere/state"), reloadable: false) { $0.state == "/elsewhere/state" },
+        Change(key: "socket", value: .string("/elsewhere/imgd.sock"), reloadable: false) { $0.socket == "/elsewhere/imgd.sock" },
+        Change(key: "disk-limit", value: .string("3MiB"), reloadable: true) { $0.diskLimit == 3 << 20 },
+        Change(key: "max-age", value: .string("2h"), reloadable: true) { $0.maintenance.maxAge == .seconds(7200) },
+        Change(key: "sweep-interval", value: .integer(30), reloadable: true) { $0.maintenance.sweepInterval == .seconds(30) },
+        Change(key: "memory-limit", value: .string("1MiB"), reloadable: true) { $0.memoryLimit == 1 << 20 },
+        Change(key: "max-parallel", value: .integer(0x10), reloadable: true) { $0.downloadPolicy.maxParallel == 16 },
+        Change(key: "max-per-host", value: .integer(2), reloadable: true) { $0.downloadPolicy.maxPerHost == 2 },
+        Change(key: "attempts", value: .integer(5), reloadable: true) { $0.downloadPolicy.retry.maxAttempts == 5 },
+        Change(key: "max-body-bytes", value: .string("1MiB"), reloadable: true) { $0.downloadPolicy.maxBodyBytes == 1 << 20 },
+        Change(key: "timeout", value: .string("30s"), reloadable: true) { $0.downloadPolicy.totalTimeout == .seconds(30) },
+        Change(key: "proxy", value: .string("http://proxy.test:3128"), reloadable: false) {
+            $0.downloadPolicy.proxy == "http://proxy.test:3128"
+        },
+        Change(key: "ca-file", value: .string(caFile), reloadable: true) { $0.downloadPolicy.caFile == caFile },
+        Change(key: "deny", value: .array([.string("10.0.0.0/8")]), reloadable: false) {
+            $0.downloadPolicy.addresses.deniedRanges.contains(IPRange("10.0.0.0/8")!)
+        },
+        Change(key: "deny-defaults", value: .boolean(false), reloadable: false) {
+            !$0.downloadPolicy.addresses.deniedRanges.contains(IPRange("169.254.0.0/16")!)
+        },
+        Change(key: "max-connections", value: .integer(8), reloadable: false) { $0.maxConnections == 8 },
+        Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
+    ]
+
+    static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")
+
+    @Test("every setting has a reload test below, and no other name")
+    func everySettingCovered() {
+        #expect(Self.changes.map(\.key) == DaemonConfig.settingNames)
+    }
+
+    @Test("a changed setting, reloaded: logged as applied and in effect, or as needing a restart and kept", arguments: changes)
+    func reloadOne(_ change: Change) throws {
+        var loaded = Self.running
+        try loaded.set(change.key, to: change.value, origin: "test.toml:1")
+        #expect(change.inEffect(loaded), "the new value does not show in the loaded configuration")
+        #expect(!change.inEffect(Self.running), "the test's new value is the running one")
+
+        let reload = ConfigReload(running: Self.running, loaded: loaded)
+        #expect(reload.changes.map(\.key) == [change.key], "changes: \(reload.changes)")
+        #expect(reload.changes.first?.applied == change.reloadable)
+        let messages = reload.messages
+        #expect(messages.count == 1, "\(messages)")
+        let message = try #require(messages.first)
+        if change.reloadable {
+            #expect(message.text.hasPrefix("reloaded: \(change.key) = "), "\(message.text)")
+            #expect(message.level == .info)
+            #expect(change.inEffect(reload.applied), "logged as applied, but the running value is still in effect")
+            #expect(reload.applied == loaded)
+        } else {
+            #expect(message.text.hasPrefix("reloaded: \(change.key) changed to "), "\(message.text)")
+            #expect(message.text.hasSuffix("but needs a restart; keeping the old value"), "\(message.text)")
+            #expect(message.level == .warning)
+            #expect(!change.inEffect(reload.applied), "logged as kept, but the new value is in effect")
+            #expect(reload.applied == Self.running)
+        }
+    }
+
+    @Test("every setting changed at once: each reloadable one applied, each other one kept")
+    func reloadAll() throws {
+        var loaded = Self.running
+        for change in Self.changes { try loaded.set(change.key, to: change.value, origin: "test.toml:1") }
+        let reload = ConfigReload(running: Self.running, loaded: loaded)
+        #expect(reload.changes.count == Self.changes.count)
+        for change in Self.changes {
+            #expect(change.inEffect(reload.applied) == change.reloadable, "\(change.key)")
+        }
+        #expect(reload.messages.filter { $0.text.contains("needs a restart") }.count == Self.changes.filter { !$0.reloadable }.count)
+    }
+
+    @Test("nothing changed: one line saying so, and the running configuration stays")
+    func nothingChanged() {
+        let reload = ConfigReload(running: Self.running, loaded: Self.running)
+        #expect(reload.changes.isEmpty)
+        #expect(reload.messages.map(\.text) == ["reloaded: nothing changed"])
+        #expect(reload.applied == Self.running)
+    }
+}
