@@ -28,6 +28,8 @@ struct PrometheusRenderer {
         "coalesced": "Requests joined to a download already under way.",
         "retries": "Download attempts repeated after a transient failure.",
         "cancelled": "Downloads cancelled.",
+        "preempted": "Prefetch transfers that gave their slot to an on-demand request or a waiting list (re-queued, not failed).",
+        "paced_out": "Transfers ended early because their pace could not finish the declared body in time.",
         "pressure_events": "Memory-pressure events handled.",
         "lists_done": "Link lists finished with every URL cached.",
         "lists_failed": "Link lists finished with a failure (or cancelled).",

@@ -118,6 +118,7 @@ struct DaemonCommands {
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
             "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
             "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
+            "preempted": JSONValue(downloads.preempted), "paced_out": JSONValue(downloads.pacedOut),
             "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
             "disk": [
                 "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),
