@@ -650,7 +650,7 @@ struct DaemonSpoolTests {
 // MARK: - Helpers
 
 /// The bytes the cache holds for `url`, found by the layout `cache/ab/<sha256 of the normalised URL>`.
-private func cachedBytes(_ scratch: ScratchFolder, _ url: String) throws -> [UInt8]? {
+func cachedBytes(_ scratch: ScratchFolder, _ url: String) throws -> [UInt8]? {
     let key = try ImageURL(url).cacheKey
     return FileManager.default.contents(atPath: scratch.path + "/imgd-data/cache/" + key.relativePath).map(Array.init)
 }
