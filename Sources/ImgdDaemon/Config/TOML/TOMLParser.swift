@@ -62,15 +62,7 @@ struct TOMLParser {
                     table = try root.defineTable(path, line: line(at: start))
                 }
             default:
-                let start = position
-                let path = try readKey()
-                guard current == UInt8(ascii: "=") else {
-                    throw fail("expected = after the key \(TOMLTableNode.show(path))")
-                }
-                position += 1
-                skipSpaces()
-                let value = try readValue()
-                try table.setValue(value, at: path, line: line(at: start))
+                try readKeyValue(into: table)
             }
             try finishLine()
         }
@@ -244,6 +236,19 @@ struct TOMLParser {
         }
     }
 
+    /// `key = value` (the key may be dotted), set in `table` with the key's line.
+    private mutating func readKeyValue(into table: TOMLTableNode) throws(TOMLError) {
+        let start = position
+        let path = try readKey()
+        guard current == UInt8(ascii: "=") else {
+            throw fail("expected = after the key \(TOMLTableNode.show(path))")
+        }
+        position += 1
+        skipSpaces()
+        let value = try readValue()
+        try table.setValue(value, at: path, line: line(at: start))
+    }
+
     /// `{ key = value, a.b = value }` on one line, no trailing comma; complete once closed.
     private mutating func readInlineTable() throws(TOMLError) -> TOMLValue {
         position += 1
@@ -256,15 +261,7 @@ struct TOMLParser {
         while true {
             skipSpaces()
             if current == 0x0A || current == 0x0D { throw fail("an inline table must be closed on the line it starts") }
-            let start = position
-            let path = try readKey()
-            guard current == UInt8(ascii: "=") else {
-                throw fail("expected = after the key \(TOMLTableNode.show(path))")
-            }
-            position += 1
-            skipSpaces()
-            let value = try readValue()
-            try table.setValue(value, at: path, line: line(at: start))
+            try readKeyValue(into: table)
             skipSpaces()
             switch current {
             case UInt8(ascii: ","):
