@@ -219,8 +219,11 @@ final class Transfer {
     /// or a redirect target, which libcurl makes the effective URL before connecting for it): not
     /// when its host is a literal address the policy refuses.
     func mayRequest() -> Bool {
-        guard let url = easy.info(string: CURLINFO_EFFECTIVE_URL), let host = CurlURL.host(of: url),
-            let reason = addresses.requestRefusal(url: url, host: host, isRedirect: url != job.url.normalized)
+        // The job's own URL was checked before the transfer started (by the same policy); only
+        // a redirect target needs parsing here, which spares every ordinary request a URL parse.
+        guard let url = easy.info(string: CURLINFO_EFFECTIVE_URL), url != job.url.normalized,
+            let host = CurlURL.host(of: url),
+            let reason = addresses.requestRefusal(url: url, host: host, isRedirect: true)
         else { return true }
         abort = .policyDenied(reason)
         return false
