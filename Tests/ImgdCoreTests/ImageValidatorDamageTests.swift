@@ -106,6 +106,37 @@ import ImgdTestSupport
         #expect(reason(png)?.contains("00 13 37 FF") == true)
     }
 
+    /// The chunk walk is fed pieces of any size: headers and CRCs split across pieces must
+    /// give the same answers as one piece, down to one byte at a time.
+    @Test func pngChunkStreamGivesTheSameAnswerForEveryPieceSize() throws {
+        let png = TestImages.png(width: 5, height: 3, padding: 40)
+        var flipped = png
+        flipped[ImageFixture.pngChunkOffset(png, "pADd") + 20] ^= 0x80
+        for pieceSize in [1, 2, 3, 5, 7, 12, 13, 64, png.count] {
+            func run(_ bytes: [UInt8]) throws -> PNGChunkStream {
+                var stream = PNGChunkStream(bodyCount: bytes.count, start: 8, colourType: 2)
+                var offset = 8
+                while offset < bytes.count, !stream.isFinished {
+                    let end = min(bytes.count, offset + pieceSize)
+                    try bytes[offset..<end].withUnsafeBytes { try stream.feed($0) }
+                    offset = end
+                }
+                return stream
+            }
+            let stream = try run(png)
+            #expect(stream.isFinished, "piece size \(pieceSize)")
+            #expect(stream.position == png.count, "piece size \(pieceSize)")
+            let error = #expect(throws: ImageValidationError.self, "piece size \(pieceSize)") { try run(flipped) }
+            if case .corrupt(let reason)? = error {
+                #expect(reason.contains("'pADd'"))
+            } else {
+                Issue.record("piece size \(pieceSize): \(String(describing: error)), not corrupt")
+            }
+            // Bytes after IEND are not consumed.
+            #expect(try run(png + [1, 2, 3]).position == png.count, "piece size \(pieceSize)")
+        }
+    }
+
     @Test func pngBombIsTooLargeEvenWhenCutShortOrDamaged() {
         let bomb = TestImages.pngHeaderOnly(width: 100_000, height: 100_000)
         let tooLarge = Verdict.tooManyPixels(width: 100_000, height: 100_000, limit: Self.limit)

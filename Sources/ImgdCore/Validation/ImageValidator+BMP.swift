@@ -16,6 +16,7 @@ extension ImageValidator {
         let endsEarly = ImageValidationError.truncated(reason: "BMP ends inside its DIB header")
         let width: Int
         let height: Int
+        let info: ImageInfo
         let bitDepth: Int
         // Compression 0 (BI_RGB) and 3/6 (bit fields) store rows as they are; the others
         // (RLE, JPEG, PNG) say how many bytes they take in `imageSize`.
@@ -26,6 +27,7 @@ extension ImageValidator {
             guard let core = try reader.exactly(at: 18, count: 8) else { throw endsEarly }
             width = Int(ImageByteOrder.littleEndian.decode(core[0..<2]))
             height = Int(ImageByteOrder.littleEndian.decode(core[2..<4]))
+            info = try checkedInfo(.bmp, width: width, height: height, name: "BMP")
             bitDepth = Int(ImageByteOrder.littleEndian.decode(core[6..<8]))
         } else if ImageSignature.isPlausibleDIBHeaderSize(headerSize) {
             // BITMAPINFOHEADER and later: signed 32-bit; a negative height means rows run top-down.
@@ -33,7 +35,7 @@ extension ImageValidator {
             width = Int(Int32(truncatingIfNeeded: ImageByteOrder.littleEndian.decode(size[0..<4])))
             height = Int(Int32(truncatingIfNeeded: ImageByteOrder.littleEndian.decode(size[4..<8])).magnitude)
             // The pixel limit before the rest of the header: a bomb is refused as such even cut short.
-            _ = try checkedInfo(.bmp, width: width, height: height, name: "BMP")
+            info = try checkedInfo(.bmp, width: width, height: height, name: "BMP")
             guard let rest = try reader.exactly(at: 26, count: 12) else { throw endsEarly }
             bitDepth = Int(ImageByteOrder.littleEndian.decode(rest[2..<4]))
             compression = Int(ImageByteOrder.littleEndian.decode(rest[4..<8]))
@@ -41,8 +43,6 @@ extension ImageValidator {
         } else {
             throw ImageValidationError.notImage(reason: "BMP has an unknown DIB header size of \(headerSize) bytes")
         }
-        let info = try checkedInfo(.bmp, width: width, height: height, name: "BMP")
-
         guard pixelOffset <= reader.count else {
             throw ImageValidationError.truncated(
                 reason: "BMP's pixel data starts at offset \(pixelOffset), past the end of the body (\(reader.count) bytes)")

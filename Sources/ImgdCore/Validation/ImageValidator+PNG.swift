@@ -51,7 +51,9 @@ extension ImageValidator {
         while !stream.isFinished, stream.position < reader.count {
             let start = stream.position
             try reader.withBytes(at: start, count: Self.pngPieceSize) { try stream.feed($0) }
-            guard stream.isFinished || stream.position > start else { break }  // cannot happen: a piece is never empty
+            // Each piece moves the walk on (it is never empty while bytes remain); the guard
+            // keeps a mistake there from becoming an endless loop.
+            guard stream.isFinished || stream.position > start else { break }
         }
         guard stream.isFinished else { throw stream.endedEarly }
         return info
