@@ -89,11 +89,9 @@ extension ImageValidator {
         for (kind, offsetsTag, countsTag) in pairs {
             guard let offsets = directory.fields[offsetsTag] else { continue }
             locatesData = true
+            // Fewer byte counts than offsets happens (libtiff reads the missing ones as 0):
+            // those strips are only checked to start inside the body.
             let counts = directory.fields[countsTag]
-            if let counts, counts.count != offsets.count {
-                throw ImageValidationError.corrupt(
-                    reason: "TIFF's \(name) lists \(offsets.count) \(kind) offsets but \(counts.count) byte counts")
-            }
             for field in [offsets, counts].compactMap({ $0 }) {
                 let (bytes, overflow) = field.count.multipliedReportingOverflow(by: field.valueSize)
                 guard !overflow, field.offset <= reader.count, bytes <= reader.count - field.offset else {
@@ -106,10 +104,11 @@ extension ImageValidator {
             while index < offsets.count {
                 let step = min(Self.tiffValuesPerRead, offsets.count - index)
                 let starts = try Self.tiffValues(offsets, from: index, count: step, layout: layout, reader: &reader)
-                let lengths = try counts.map { try Self.tiffValues($0, from: index, count: step, layout: layout, reader: &reader) }
+                let counted = min(step, max(0, (counts?.count ?? 0) - index))
+                let lengths = try counts.map { try Self.tiffValues($0, from: index, count: counted, layout: layout, reader: &reader) }
                 for item in 0..<step {
                     let start = starts[item]
-                    let length = lengths?[item] ?? 0
+                    let length = item < counted ? lengths?[item] ?? 0 : 0
                     guard start <= reader.count, length <= reader.count - start else {
                         throw ImageValidationError.truncated(
                             reason: "TIFF's \(kind) \(index + item + 1) of \(offsets.count) in its \(name) (\(length) bytes at offset "

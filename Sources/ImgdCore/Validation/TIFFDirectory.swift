@@ -22,7 +22,7 @@ struct TIFFDirectory {
         var count: Int
         /// The body offset of the first value (inside the entry when they fit in its value field).
         var offset: Int
-        /// Bytes per value: 2 for SHORT, 4 for LONG, 8 for LONG8.
+        /// Bytes per value: 2 for SHORT, 4 for LONG, 8 for LONG8 (1 for BYTE).
         var valueSize: Int
     }
 
@@ -87,15 +87,17 @@ struct TIFFDirectory {
             let tag = Int(layout.order.decode(entries[start..<start + 2]))
             guard Tag.read.contains(tag) else { continue }
             let type = Int(layout.order.decode(entries[start + 2..<start + 4]))
+            // SHORT and LONG (LONG8 in BigTIFF) are what the specification asks for; libtiff also
+            // reads the other integer types here, and so do we.
             let valueSize: Int
             switch type {
-            case 3: valueSize = 2  // SHORT
-            case 4: valueSize = 4  // LONG
-            case 16 where layout.isBig: valueSize = 8  // LONG8
+            case 1: valueSize = 1  // BYTE
+            case 3, 8: valueSize = 2  // SHORT, SSHORT
+            case 4, 9, 13: valueSize = 4  // LONG, SLONG, IFD
+            case 16...18 where layout.isBig: valueSize = 8  // LONG8, SLONG8, IFD8
             default:
                 throw ImageValidationError.corrupt(
-                    reason: "TIFF's \(name) gives tag \(tag) field type \(type), not SHORT, LONG"
-                        + (layout.isBig ? " or LONG8" : ""))
+                    reason: "TIFF's \(name) gives tag \(tag) field type \(type), not an integer type")
             }
             let countBytes = entries[start + 4..<start + 4 + (layout.isBig ? 8 : 4)]
             // A count that does not fit an Int cannot lie in the body either: clamp it, and the
