@@ -232,6 +232,23 @@ import ImgdTestSupport
         #expect(verdict(Array(bomb.prefix(26))) == tooLarge)
     }
 
+    /// RLE, JPEG and PNG pixel data (and OS/2 2.x Huffman) say their length in biSizeImage.
+    @Test func compressedBMPIsJudgedByItsStatedImageSize() {
+        var rle = ImageFixture.bmp(width: 40, height: 40)
+        rle.replaceSubrange(28..<30, with: [8, 0])  // 8 bits per pixel
+        rle.replaceSubrange(30..<34, with: [1, 0, 0, 0])  // BI_RLE8
+        rle.replaceSubrange(34..<38, with: [100, 0, 0, 0])  // 100 bytes of RLE data
+        rle = Array(rle.prefix(14 + 40 + 100))
+        #expect(verdict(rle) == .image(.bmp, 40, 40))
+        #expect(verdict(Array(rle.dropLast(1))) == .truncated)
+    }
+
+    @Test func bmpWithAnUndefinedBitDepthIsCorrupt() {
+        var bmp = ImageFixture.bmp(width: 5, height: 3)
+        bmp.replaceSubrange(28..<30, with: [7, 0])
+        #expect(verdict(bmp) == .corrupt)
+    }
+
     // MARK: ICO and CUR
 
     @Test func icoHoldingAHugeImageIsTooLarge() {

@@ -47,9 +47,10 @@ extension ImageValidator {
             throw ImageValidationError.truncated(
                 reason: "BMP's pixel data starts at offset \(pixelOffset), past the end of the body (\(reader.count) bytes)")
         }
+        // OS/2 2.x headers (64 bytes) use 3 and 4 for Huffman and RLE24, not bit fields.
+        let storesRows = compression == 0 || compression == 6 || (compression == 3 && headerSize != 64)
         let pixelBytes: Int
-        switch compression {
-        case 0, 3, 6:
+        if storesRows {
             guard Self.bmpBitDepths.contains(bitDepth) else {
                 throw ImageValidationError.corrupt(reason: "BMP declares \(bitDepth) bits per pixel, which BMP does not define")
             }
@@ -61,7 +62,7 @@ extension ImageValidator {
             let (rows, overflow) = rowBytes.multipliedReportingOverflow(by: height - 1)
             guard !overflow else { throw Self.bmpShort(needs: Int.max, reader.count) }
             pixelBytes = rows + (rowBits.partialValue + 7) / 8
-        default:
+        } else {
             // RLE, JPEG and PNG data say their length in biSizeImage; 0 leaves it unknown.
             pixelBytes = imageSize
         }
