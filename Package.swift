@@ -33,6 +33,9 @@ let package = Package(
             name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(
+            name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         /// Typed, non-variadic wrappers for libcurl's variadic calls (Swift cannot call C varargs).
@@ -41,7 +44,7 @@ let package = Package(
         // MARK: Layers.
         /// Value types and pure logic: URLs and cache keys, image validation, link lists, sizes.
         .target(
-            name: "ImgdCore", dependencies: ["CCurlShim", "COpenSSL"],
+            name: "ImgdCore", dependencies: ["CCurlShim", "COpenSSL", "CZlib"],
             swiftSettings: swiftSettings),
         /// The cache: the folder on disk (layout, temp files, publishing by rename), its SQLite
         /// index, eviction, and the memory tier.

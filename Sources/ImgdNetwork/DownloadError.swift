@@ -21,6 +21,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case notImage(String)
     /// The body ended early (short of its Content-Length, or its format's end marker is missing).
     case truncated(String)
+    /// The body arrived whole but is damaged (a checksum fails, a part every decoder needs is
+    /// missing); the server holds a broken file, so fetching it again will not help.
+    case corrupt(String)
     /// The address or protocol is refused by policy (a denied range, a redirect to `file://`).
     case policyDenied(String)
     /// Cancelled by a caller.
@@ -45,6 +48,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooLarge: "too_large"
         case .notImage: "not_image"
         case .truncated: "truncated"
+        case .corrupt: "corrupt"
         case .policyDenied: "policy_denied"
         case .cancelled: "cancelled"
         case .disk: "disk"
@@ -57,7 +61,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
             .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
-            .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail):
+            .corrupt(let detail), .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail):
             detail
         case .http(let status, let retryAfter):
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
@@ -78,12 +82,12 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// True for failures worth another attempt: they may pass by themselves.
-    /// 404, 410, not_image, policy_denied and the like are final.
+    /// 404, 410, not_image, corrupt, policy_denied and the like are final.
     var isTransient: Bool {
         switch self {
         case .connect, .timeout, .network, .truncated: true
         case .http(let status, _): [408, 425, 429, 500, 502, 503, 504].contains(status)
-        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .policyDenied, .cancelled, .disk, .diskFull: false
+        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull: false
         }
     }
 }

@@ -14,6 +14,8 @@ extension TestHTTPServer {
         case status(Int)
         /// `/huge.png`: a PNG declaring 100000×100000 pixels.
         case huge
+        /// `/corrupt.png`: an 8×8 PNG with a bit flipped in its image data (its IDAT fails its CRC).
+        case corrupt
         /// `/redirect?to=URL`: 302 to the decoded URL.
         case redirect(to: String)
         /// `/loop/N`: 302 to `/loop/N+1`, forever.
@@ -115,6 +117,8 @@ extension TestHTTPServer {
                 self = .status(status)
             } else if path == "/huge.png" {
                 self = .huge
+            } else if path == "/corrupt.png" {
+                self = .corrupt
             } else if path == "/redirect" {
                 guard let location = try target.headerValue("to"), !location.isEmpty else {
                     throw Target.Invalid(name: "to", value: target.query["to"] ?? "")
@@ -169,6 +173,10 @@ extension TestHTTPServer {
                 return Response(
                     status: 200, headers: [("Content-Type", "image/png")],
                     body: TestImages.pngHeaderOnly(width: 100_000, height: 100_000))
+            case .corrupt:
+                return Response(
+                    status: 200, headers: [("Content-Type", "image/png")],
+                    body: TestImages.pngWithFlippedBit(width: 8, height: 8))
             case .redirect(let location):
                 return Response.page(status: 302, headers: [("Location", location)])
             case .loop(let number):

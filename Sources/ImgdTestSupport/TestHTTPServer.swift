@@ -10,6 +10,7 @@ import NIOSSL
 ///
 /// Routes: `/img/NAME.png|gif|jpg?w=W&h=H&bytes=N&seed=S` (8×8 by default, the PNG seed derived
 /// from NAME), `/html`, `/status/CODE`, `/huge.png` (declares 100000×100000 pixels),
+/// `/corrupt.png` (complete, but its IDAT fails its CRC),
 /// `/flaky/NAME.png?fail=N&status=S&retry_after=R` (N failures with status S, 503 by default, per
 /// exact target, then the image), `/redirect?to=URL` (percent-encoded) and `/loop/N`. Anything
 /// else is 404; a parameter out of range is 400.

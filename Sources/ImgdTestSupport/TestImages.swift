@@ -53,6 +53,15 @@ public enum TestImages {
         return out
     }
 
+    /// A PNG with one bit flipped in its image data after the CRCs were computed: complete,
+    /// but damaged (its IDAT chunk fails its CRC-32), as a bad disk or a faulty proxy leaves it.
+    public static func pngWithFlippedBit(width: Int, height: Int) -> [UInt8] {
+        var out = png(width: width, height: height)
+        // Signature (8) and IHDR (25), then IDAT's length and type (8): its first data byte.
+        out[8 + 25 + 8 + 4] ^= 0x04
+        return out
+    }
+
     /// A decodable single-frame GIF89a, all pixels colour 0 of a two-colour palette.
     public static func gif(width: Int, height: Int) -> [UInt8] {
         var out = Array("GIF89a".utf8)

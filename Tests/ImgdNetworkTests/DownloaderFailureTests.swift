@@ -109,6 +109,19 @@ struct DownloaderFailureTests {
         try await expectFailure("/html") { $0.code == "not_image" }
     }
 
+    @Test("corrupt: a complete PNG whose image data fails its CRC-32, and it is not retried")
+    func corrupt() async throws {
+        // The default policy allows retries: the single request shows `corrupt` is final.
+        try await withFixture { fixture in
+            let error = try await fixture.failure("/corrupt.png")
+            #expect(error?.code == "corrupt")
+            #expect(error?.message.contains("'IDAT'") == true, "\(String(describing: error))")
+            #expect(fixture.server.requestCount("/corrupt.png") == 1)
+            #expect(fixture.tempFiles.isEmpty)
+            #expect(fixture.cachedFiles.isEmpty)
+        }
+    }
+
     @Test(
         "truncated: the connection closes mid-body, or Content-Length lies",
         arguments: [

@@ -17,7 +17,7 @@ import Testing
 struct TransferIsolationTests {
     /// The failure classes, each with how to provoke it against the fixture.
     enum Failure: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case dns, connect, tls, timeout, http404, tooLarge, notImage, truncated
+        case dns, connect, tls, timeout, http404, tooLarge, notImage, truncated, corrupt
         case redirectToGopher, redirectToFile, redirectToDeniedAddress, tooManyRedirects, cancelled
 
         var testDescription: String { rawValue }
@@ -33,6 +33,7 @@ struct TransferIsolationTests {
             case .tooLarge: "too_large"
             case .notImage: "not_image"
             case .truncated: "truncated"
+            case .corrupt: "corrupt"
             case .redirectToGopher, .redirectToFile, .redirectToDeniedAddress: "policy_denied"
             case .tooManyRedirects: "too_many_redirects"
             case .cancelled: "cancelled"
@@ -146,6 +147,9 @@ struct TransferIsolationTests {
             return try await fixture.failure("/html")
         case .truncated:
             return try await fixture.failure("/img/cut.png?w=64&h=64&close_after=500")
+        case .corrupt:
+            // Whole, but an IDAT chunk fails its CRC.
+            return try await fixture.failure("/corrupt.png")
         case .redirectToGopher:
             return try await fixture.failure(redirect("gopher://127.0.0.1:\(port)/1"))
         case .redirectToFile:

@@ -32,6 +32,18 @@ struct ISOBMFFBox {
         in range: Range<Int>, reader: inout ImageByteReader,
         overrun: (_ type: String, _ offset: Int, _ size: Int) -> ImageValidationError
     ) throws -> [ISOBMFFBox] {
+        let (boxes, error) = try boxesUntilOverrun(in: range, reader: &reader, overrun: overrun)
+        if let error { throw error }
+        return boxes
+    }
+
+    /// The boxes that tile `range`, in order, up to the first that runs past it, and the
+    /// `overrun` error for that one: the caller may look at the boxes before it (a size that
+    /// is over the pixel limit) before reporting the overrun.
+    static func boxesUntilOverrun(
+        in range: Range<Int>, reader: inout ImageByteReader,
+        overrun: (_ type: String, _ offset: Int, _ size: Int) -> ImageValidationError
+    ) throws -> (boxes: [ISOBMFFBox], overrun: ImageValidationError?) {
         var boxes: [ISOBMFFBox] = []
         var offset = range.lowerBound
         while offset < range.upperBound {
@@ -40,7 +52,7 @@ struct ISOBMFFBox {
                     reason: "ISO-BMFF file has more than \(maximumBoxesPerLevel) boxes in one level")
             }
             guard offset + 8 <= range.upperBound, let header = try reader.exactly(at: offset, count: 8) else {
-                throw overrun("header", offset, 8)
+                return (boxes, overrun("header", offset, 8))
             }
             let type = fourCC(header[4..<8])
             var headerSize = 8
@@ -48,7 +60,7 @@ struct ISOBMFFBox {
             if size == 1 {
                 // A 64-bit "largesize" follows the type.
                 guard let large = try reader.uint64(at: offset + 8, .bigEndian) else {
-                    throw overrun(type, offset, 16)
+                    return (boxes, overrun(type, offset, 16))
                 }
                 headerSize = 16
                 size = Int(exactly: large) ?? Int.max
@@ -59,10 +71,10 @@ struct ISOBMFFBox {
                 throw ImageValidationError.notImage(
                     reason: "ISO-BMFF box '\(type)' at offset \(offset) declares an impossible size of \(size) bytes")
             }
-            guard size <= range.upperBound - offset else { throw overrun(type, offset, size) }
+            guard size <= range.upperBound - offset else { return (boxes, overrun(type, offset, size)) }
             boxes.append(ISOBMFFBox(type: type, payload: (offset + headerSize)..<(offset + size)))
             offset += size
         }
-        return boxes
+        return (boxes, nil)
     }
 }

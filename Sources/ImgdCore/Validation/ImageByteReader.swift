@@ -30,6 +30,26 @@ struct ImageByteReader {
         return Array(window[try load(offset, length)])
     }
 
+    /// Calls `body` with up to `length` bytes at `offset` (fewer only at the end of the body):
+    /// from the window when it holds them, else lent by the source, so a front-to-back pass
+    /// over a small body costs no read beyond the window, and over a large one no copy of a
+    /// body in memory.
+    mutating func withBytes<Result>(
+        at offset: Int, count length: Int, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) throws -> Result {
+        guard offset >= 0, length > 0, offset < count else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        let length = min(length, count - offset)
+        if offset >= windowStart, offset + length <= windowStart + window.count {
+            let lower = offset - windowStart
+            return try window.withUnsafeBytes {
+                try body(UnsafeRawBufferPointer(rebasing: $0[lower..<lower + length]))
+            }
+        }
+        return try source.withBytes(at: offset, count: length, body)
+    }
+
     /// Exactly `length` bytes at `offset`, or nil when the body ends first.
     mutating func exactly(at offset: Int, count length: Int) throws -> [UInt8]? {
         let bytes = try bytes(at: offset, count: length)

@@ -25,6 +25,8 @@ enum ImageSignature {
             pattern(prefix, ascii("RIFF") + [nil, nil, nil, nil] + ascii("WEBP"), .webp),
             pattern(prefix, ascii("II*") + [0x00], .tiff),
             pattern(prefix, ascii("MM") + [0x00] + ascii("*"), .tiff),
+            pattern(prefix, ascii("II+") + [0x00], .tiff),  // BigTIFF
+            pattern(prefix, ascii("MM") + [0x00] + ascii("+"), .tiff),
             bmp(prefix),
             ico(prefix),
             isoBMFF(prefix),
@@ -95,9 +97,11 @@ enum ImageSignature {
         return isPlausibleDIBHeaderSize(headerSize) ? .format(.bmp) : .mismatch
     }
 
-    /// ICO's reserved zero and type 1 are weak on their own; an icon must also hold at least one image.
+    /// ICO's reserved zero and type (1 for an icon, 2 for a cursor) are weak on their own; an
+    /// icon must also hold at least one image.
     private static func ico(_ prefix: UnsafeRawBufferPointer) -> Match {
-        let start = pattern(prefix, [0x00, 0x00, 0x01, 0x00], .ico)
+        var start = pattern(prefix, [0x00, 0x00, 0x01, 0x00], .ico)
+        if start == .mismatch { start = pattern(prefix, [0x00, 0x00, 0x02, 0x00], .ico) }
         guard start == .format(.ico) else { return start }
         guard prefix.count >= 6 else { return .needMoreBytes }
         return ImageByteOrder.littleEndian.decode(prefix[4..<6]) >= 1 ? .format(.ico) : .mismatch

@@ -9,12 +9,15 @@ extension ImageValidator {
     /// last, so a download cut short shows up as its box running past the end.
     func validateISOBMFF(_ reader: inout ImageByteReader) throws -> ImageInfo {
         let count = reader.count
-        let boxes = try ISOBMFFBox.boxes(in: 0..<count, reader: &reader) { type, offset, size in
+        // The boxes before one that runs past the end still count: `meta` usually precedes
+        // `mdat`, so a bomb cut short is still seen as a bomb.
+        let (boxes, endsEarly) = try ISOBMFFBox.boxesUntilOverrun(in: 0..<count, reader: &reader) { type, offset, size in
             .truncated(
                 reason: "ISO-BMFF box '\(type)' at offset \(offset) declares \(size) bytes "
                     + "but only \(count - offset) remain: the body ends early")
         }
         guard let fileType = boxes.first, fileType.type == "ftyp", fileType.payload.count >= 8 else {
+            if let endsEarly, boxes.isEmpty { throw endsEarly }
             throw ImageValidationError.notImage(reason: "ISO-BMFF file does not start with a valid 'ftyp' box")
         }
         let brandBytes = try reader.bytes(
@@ -28,18 +31,28 @@ extension ImageValidator {
                 reason: "ISO-BMFF media with brands \(brands.joined(separator: ", ")), not AVIF or HEIC")
         }
         guard let meta = boxes.first(where: { $0.type == "meta" }),
-            let (width, height) = try Self.primaryImageSize(meta: meta, reader: &reader)
+            let sizes = try Self.imageSizes(meta: meta, reader: &reader)
         else {
+            if let endsEarly { throw endsEarly }
             return ImageInfo(format: format, width: nil, height: nil)
         }
-        return try checkedInfo(format, width: width, height: height, name: format == .avif ? "AVIF" : "HEIC")
+        // Every image's size is held to the limit (thumbnails, tiles, auxiliary images), the
+        // primary one's reported.
+        let info = try checkedInfo(
+            format, width: sizes.primary.width, height: sizes.primary.height, name: format == .avif ? "AVIF" : "HEIC")
+        for size in sizes.all { try checkPixelLimit(width: size.width, height: size.height) }
+        if let endsEarly { throw endsEarly }
+        return info
     }
 
-    /// The size in the primary item's `ispe` property, or else in the first `ispe`.
+    /// The size in the primary item's `ispe` property, or else in the first `ispe`; and the
+    /// sizes in every `ispe`.
     ///
     /// The primary item comes first because a HEIC photo from a phone is a grid of tiles: the
     /// tiles' `ispe` (e.g. 512×512) is listed before the grid's own (the whole picture).
-    private static func primaryImageSize(meta: ISOBMFFBox, reader: inout ImageByteReader) throws -> (Int, Int)? {
+    private static func imageSizes(
+        meta: ISOBMFFBox, reader: inout ImageByteReader
+    ) throws -> (primary: (width: Int, height: Int), all: [(width: Int, height: Int)])? {
         func corrupt(_ type: String, _ offset: Int, _ size: Int) -> ImageValidationError {
             .notImage(reason: "ISO-BMFF box '\(type)' at offset \(offset) runs past the box that holds it")
         }
@@ -65,6 +78,12 @@ extension ImageValidator {
             }
         }
         guard let spatialExtent = chosen else { return nil }
+        let all = try items.filter { $0.type == "ispe" }.map { try size(of: $0, reader: &reader) }
+        return (try size(of: spatialExtent, reader: &reader), all)
+    }
+
+    /// The width and height in an `ispe` box.
+    private static func size(of spatialExtent: ISOBMFFBox, reader: inout ImageByteReader) throws -> (width: Int, height: Int) {
         // `ispe` is a full box: version and flags (4), then width and height (4 each).
         guard spatialExtent.payload.count >= 12,
             let width = try reader.uint(at: spatialExtent.payload.lowerBound + 4, size: 4, .bigEndian),

@@ -1,56 +1,137 @@
 extension ImageValidator {
-    /// The IFD entry tags and field types that carry a TIFF's size.
-    private enum TIFFTag {
-        static let imageWidth = 256
-        static let imageLength = 257
-        static let short = 3
-        static let long = 4
-    }
+    /// IFDs followed along the chain; past this (a fax of a thousand pages, or a forged chain)
+    /// the rest is not checked.
+    static let tiffMaximumDirectories = 1024
+    /// Strip or tile entries read per step of the bounds check.
+    private static let tiffValuesPerRead = 8192
 
-    /// TIFF: ImageWidth and ImageLength from the first image file directory (IFD).
+    /// TIFF and BigTIFF: ImageWidth and ImageLength from the first image file directory (IFD)
+    /// give the size (as stored: a TIFF's Orientation tag does not swap them).
     ///
-    /// TIFF has no end marker and may keep its strips anywhere in the file, so completeness is
-    /// checked only as far as the first IFD: it must lie inside the body.
+    /// TIFF has no end marker and may keep its pixel data anywhere, so completeness is checked
+    /// where the IFDs say the data is: every IFD in the chain must be in the body, and every
+    /// strip and tile (`StripOffsets` + `StripByteCounts`, `TileOffsets` + `TileByteCounts`)
+    /// must lie inside it. Every IFD's size is held to the pixel limit first.
     func validateTIFF(_ reader: inout ImageByteReader) throws -> ImageInfo {
         let order: ImageByteOrder = try reader.byte(at: 0) == UInt8(ascii: "M") ? .bigEndian : .littleEndian
-        guard let directory = try reader.uint(at: 4, size: 4, order) else {
+        guard let version = try reader.uint(at: 2, size: 2, order) else {
             throw ImageValidationError.truncated(reason: "TIFF ends inside its header")
         }
-        guard directory >= 8 else {
-            throw ImageValidationError.notImage(reason: "TIFF's first IFD offset (\(directory)) points into its header")
-        }
-        guard let entryCount = try reader.uint(at: directory, size: 2, order) else {
-            throw ImageValidationError.truncated(
-                reason: "TIFF's first IFD at offset \(directory) lies past the end of the body")
-        }
-        guard entryCount > 0 else { throw ImageValidationError.notImage(reason: "TIFF's first IFD is empty") }
-        guard directory + 2 + entryCount * 12 <= reader.count else {
-            throw ImageValidationError.truncated(reason: "TIFF ends inside its first IFD")
-        }
-        var width: Int?
-        var height: Int?
-        for index in 0..<entryCount {
-            if width != nil && height != nil { break }
-            let entry = directory + 2 + index * 12
-            guard let tag = try reader.uint(at: entry, size: 2, order),
-                tag == TIFFTag.imageWidth || tag == TIFFTag.imageLength,
-                let type = try reader.uint(at: entry + 2, size: 2, order)
-            else { continue }
-            // A value of 4 bytes or less sits in the entry itself, left-justified: a SHORT is in
-            // its first two bytes whatever the byte order.
-            let value: Int?
-            switch type {
-            case TIFFTag.short: value = try reader.uint(at: entry + 8, size: 2, order)
-            case TIFFTag.long: value = try reader.uint(at: entry + 8, size: 4, order)
-            default:
-                throw ImageValidationError.notImage(
-                    reason: "TIFF's tag \(tag) has field type \(type), not SHORT or LONG")
+        let layout = TIFFDirectory.Layout(order: order, isBig: version == 43)
+        let headerSize = layout.isBig ? 16 : 8
+        if layout.isBig {
+            guard let offsetSize = try reader.uint(at: 4, size: 2, order),
+                let reserved = try reader.uint(at: 6, size: 2, order)
+            else { throw ImageValidationError.truncated(reason: "BigTIFF ends inside its header") }
+            guard offsetSize == 8, reserved == 0 else {
+                throw ImageValidationError.corrupt(
+                    reason: "BigTIFF's header declares \(offsetSize)-byte offsets (and \(reserved) reserved); only 8 (and 0) exist")
             }
-            if tag == TIFFTag.imageWidth { width = value } else { height = value }
         }
-        guard let width, let height else {
-            throw ImageValidationError.notImage(reason: "TIFF's first IFD has no ImageWidth or no ImageLength")
+        guard let first = try reader.exactly(at: headerSize - layout.offsetSize, count: layout.offsetSize) else {
+            throw ImageValidationError.truncated(reason: "TIFF ends inside its header")
         }
-        return try checkedInfo(.tiff, width: width, height: height, name: "TIFF")
+        let firstOffset = Int(clamping: order.decode(first))
+        guard firstOffset >= headerSize else {
+            throw ImageValidationError.notImage(reason: "TIFF's first IFD offset (\(firstOffset)) points into its header")
+        }
+
+        // Walk the chain: each IFD's size against the pixel limit as soon as it is read.
+        var directories: [TIFFDirectory] = []
+        var visited: Set<Int> = []
+        var next = firstOffset
+        var info: ImageInfo?
+        var endsEarly: ImageValidationError?
+        while next != 0, directories.count < Self.tiffMaximumDirectories, visited.insert(next).inserted {
+            guard next >= headerSize else {
+                throw ImageValidationError.corrupt(
+                    reason: "TIFF's IFD \(directories.count + 1) offset (\(next)) points into its header")
+            }
+            let directory = try TIFFDirectory.read(at: next, index: directories.count, layout: layout, reader: &reader)
+            let width = try directory.firstValue(TIFFDirectory.Tag.imageWidth, layout: layout, reader: &reader)
+            let height = try directory.firstValue(TIFFDirectory.Tag.imageLength, layout: layout, reader: &reader)
+            if directory.index == 0 {
+                guard let width, let height else {
+                    throw directory.endsEarly
+                        ?? .notImage(reason: "TIFF's first IFD has no ImageWidth or no ImageLength")
+                }
+                info = try checkedInfo(.tiff, width: width, height: height, name: "TIFF")
+            } else if let width, let height {
+                try checkPixelLimit(width: width, height: height)
+            }
+            directories.append(directory)
+            if let error = directory.endsEarly {
+                endsEarly = error
+                break
+            }
+            next = directory.next ?? 0
+        }
+        // A loop in the chain ends the walk: the directories in it have all been checked.
+
+        for directory in directories {
+            try checkTIFFData(of: directory, layout: layout, reader: &reader)
+        }
+        if let endsEarly { throw endsEarly }
+        guard let info else { preconditionFailure("the first IFD either gave a size or threw") }
+        return info
+    }
+
+    /// Checks that every strip, tile or JPEG stream the IFD locates lies inside the body.
+    private func checkTIFFData(of directory: TIFFDirectory, layout: TIFFDirectory.Layout, reader: inout ImageByteReader) throws {
+        typealias Tag = TIFFDirectory.Tag
+        let name = directory.index == 0 ? "first IFD" : "IFD \(directory.index + 1)"
+        let pairs = [
+            ("strip", Tag.stripOffsets, Tag.stripByteCounts),
+            ("tile", Tag.tileOffsets, Tag.tileByteCounts),
+            ("JPEG stream", Tag.jpegOffset, Tag.jpegLength),
+        ]
+        var locatesData = false
+        for (kind, offsetsTag, countsTag) in pairs {
+            guard let offsets = directory.fields[offsetsTag] else { continue }
+            locatesData = true
+            // Fewer byte counts than offsets happens (libtiff reads the missing ones as 0):
+            // those strips are only checked to start inside the body.
+            let counts = directory.fields[countsTag]
+            for field in [offsets, counts].compactMap({ $0 }) {
+                let (bytes, overflow) = field.count.multipliedReportingOverflow(by: field.valueSize)
+                guard !overflow, field.offset <= reader.count, bytes <= reader.count - field.offset else {
+                    throw ImageValidationError.truncated(
+                        reason: "TIFF's \(name) keeps its \(field.count) \(kind) entries (tag \(field.tag)) at offset "
+                            + "\(field.offset), past the end of the body")
+                }
+            }
+            var index = 0
+            while index < offsets.count {
+                let step = min(Self.tiffValuesPerRead, offsets.count - index)
+                let starts = try Self.tiffValues(offsets, from: index, count: step, layout: layout, reader: &reader)
+                let counted = min(step, max(0, (counts?.count ?? 0) - index))
+                let lengths = try counts.map { try Self.tiffValues($0, from: index, count: counted, layout: layout, reader: &reader) }
+                for item in 0..<step {
+                    let start = starts[item]
+                    let length = item < counted ? lengths?[item] ?? 0 : 0
+                    guard start <= reader.count, length <= reader.count - start else {
+                        throw ImageValidationError.truncated(
+                            reason: "TIFF's \(kind) \(index + item + 1) of \(offsets.count) in its \(name) (\(length) bytes at offset "
+                                + "\(start)) runs past the end of the body (\(reader.count) bytes): the body ends early")
+                    }
+                }
+                index += step
+            }
+        }
+        // An IFD cut short may have lost the entries: that is reported as the cut.
+        if directory.index == 0, !locatesData, directory.endsEarly == nil {
+            throw ImageValidationError.corrupt(
+                reason: "TIFF's first IFD has no StripOffsets or TileOffsets: it does not say where its pixels are")
+        }
+    }
+
+    /// `count` values of an array entry starting at its `from`-th value.
+    private static func tiffValues(
+        _ field: TIFFDirectory.Field, from: Int, count: Int, layout: TIFFDirectory.Layout, reader: inout ImageByteReader
+    ) throws -> [Int] {
+        let size = field.valueSize
+        let bytes = try reader.bytes(at: field.offset + from * size, count: count * size)
+        precondition(bytes.count == count * size, "the array was checked to lie in the body")
+        return (0..<count).map { Int(clamping: layout.order.decode(bytes[$0 * size..<($0 + 1) * size])) }
     }
 }

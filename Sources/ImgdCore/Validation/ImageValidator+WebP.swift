@@ -1,15 +1,12 @@
 extension ImageValidator {
     /// WebP: a RIFF container whose first chunk (VP8, VP8L or VP8X) gives the size; the RIFF
-    /// header's size says how long a complete file is.
+    /// header's size says how long a complete file is. The frames of an animation are held to
+    /// the pixel limit too.
     func validateWebP(_ reader: inout ImageByteReader) throws -> ImageInfo {
         guard let riffSize = try reader.uint(at: 4, size: 4, .littleEndian) else {
             throw ImageValidationError.truncated(reason: "WebP ends inside its RIFF header")
         }
         let declared = riffSize + 8  // the size counts everything after itself
-        guard declared <= reader.count else {
-            throw ImageValidationError.truncated(
-                reason: "WebP's RIFF header declares \(declared) bytes but the body has \(reader.count): the body ends early")
-        }
         guard let chunk = try reader.exactly(at: 12, count: 4) else {
             throw ImageValidationError.truncated(reason: "WebP ends before its first chunk")
         }
@@ -44,6 +41,31 @@ extension ImageValidator {
         case let other:
             throw ImageValidationError.notImage(reason: "WebP's first chunk is '\(other)', not VP8, VP8L or VP8X")
         }
-        return try checkedInfo(.webp, width: width, height: height, name: "WebP")
+        // The pixel limit first: a bomb is refused as such even when its body is also short.
+        let info = try checkedInfo(.webp, width: width, height: height, name: "WebP")
+        try checkWebPFrames(&reader, end: min(declared, reader.count))
+        guard declared <= reader.count else {
+            throw ImageValidationError.truncated(
+                reason: "WebP's RIFF header declares \(declared) bytes but the body has \(reader.count): the body ends early")
+        }
+        return info
+    }
+
+    /// Holds every animation frame (`ANMF` chunk) to the pixel limit: each declares its own
+    /// size, which a decoder allocates. The walk reads one chunk header per chunk.
+    private func checkWebPFrames(_ reader: inout ImageByteReader, end: Int) throws {
+        var offset = 12
+        while offset + 8 <= end, let header = try reader.exactly(at: offset, count: 8) {
+            let size = Int(ImageByteOrder.littleEndian.decode(header[4..<8]))
+            if ISOBMFFBox.fourCC(header[0..<4]) == "ANMF", size >= 12,
+                let frame = try reader.exactly(at: offset + 8, count: 12)
+            {
+                // X and Y offsets (3 bytes each), then width - 1 and height - 1 (3 bytes each).
+                try checkPixelLimit(
+                    width: Int(ImageByteOrder.littleEndian.decode(frame[6..<9])) + 1,
+                    height: Int(ImageByteOrder.littleEndian.decode(frame[9..<12])) + 1)
+            }
+            offset += 8 + size + (size & 1)  // chunks are padded to an even length
+        }
     }
 }

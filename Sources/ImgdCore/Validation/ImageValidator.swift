@@ -2,9 +2,11 @@
 ///
 /// `sniff` looks at the first bytes of a body while it is still arriving, so a download that
 /// turns out to be an HTML error page can stop early. `validate` checks a complete body before
-/// it is published to the cache: format, dimensions from the headers, structural completeness
-/// (a download cut short fails here) and the pixel limit. It reads only what it needs — the
-/// head, a walk of headers and the last bytes — so checking a large image stays cheap.
+/// it is published to the cache: format, dimensions from the headers (as stored: an EXIF or
+/// TIFF orientation does not swap them), the pixel limit for every frame and sub-image, checked
+/// before anything else, structural completeness (a download cut short fails here) and damage
+/// (a PNG chunk whose CRC-32 fails). It reads only what it needs — the head, a walk of headers
+/// and the last bytes — except for PNG, whose CRCs take one front-to-back pass in bounded pieces.
 ///
 /// Defaults: `maxPixels` is 100_000_000 (100 megapixels).
 public struct ImageValidator: Sendable {

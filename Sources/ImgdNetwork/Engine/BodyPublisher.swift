@@ -307,6 +307,7 @@ final class BodyPublisher: @unchecked Sendable {
             switch error {
             case .notImage(let reason): throw .notImage(reason)
             case .truncated(let reason): throw .truncated(reason)
+            case .corrupt(let reason): throw .corrupt(reason)
             case .tooManyPixels(let width, let height, let limit):
                 throw .tooLarge("\(width)×\(height) pixels is over the \(limit)-pixel limit")
             }
