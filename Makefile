@@ -5,8 +5,8 @@
 # Both install the Debian packages they need first, when missing.
 
 SWIFT ?= swift
-# Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, zlib, through pkg-config.
-BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev zlib1g-dev pkg-config
+# Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, ISA-L (CRC-32), through pkg-config.
+BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev libisal-dev pkg-config
 # The tests also drive the curl and sqlite3 command-line tools, and make their TLS certificates with openssl.
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
