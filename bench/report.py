@@ -251,6 +251,19 @@ def raw_runs(runs: list) -> str:
     return "\n".join(out)
 
 
+def tools_line(meta: dict) -> str:
+    """The versions of the tools that ran (all four when meta does not say which ran)."""
+    ran = meta.get("tools", "imgd imgd-daemon curl aria2c wget2").split()
+    parts = []
+    if "imgd" in ran or DAEMON in ran or not {"curl", "aria2c", "wget2"} & set(ran):
+        paths = [p for p, t in (("`imgd prefetch`", "imgd"), ("the daemon", DAEMON)) if t in ran]
+        parts.append(f"imgd {meta.get('imgd')}" + (f" ({' and '.join(paths)})" if paths else ""))
+    for tool in ("curl", "aria2c", "wget2"):
+        if tool in ran:
+            parts.append(f"{tool} {meta.get(tool)}")
+    return "- Tools: " + "; ".join(parts)
+
+
 def section(meta: dict, runs: list, rows: list, protocols: str = "") -> str:
     m = meta.get
     https = "https" in m("schemes", "http").split(",")
@@ -278,7 +291,7 @@ def section(meta: dict, runs: list, rows: list, protocols: str = "") -> str:
         f"({m('large_mb')} MB); R={m('runs')} interleaved runs per tool; caps {m('caps')}",
         server,
         load_line,
-        f"- Tools: imgd {m('imgd')} (`imgd prefetch` and the daemon); curl {m('curl')}; aria2c {m('aria2c')}; wget2 {m('wget2')}",
+        tools_line(meta),
         "",
         "Wall time is the whole run (start to exit), cold output folder every run. "
         "files/s and MB/s (10^6 bytes) use the median wall time; CPU and RSS are the tool's own "
