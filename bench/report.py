@@ -276,7 +276,7 @@ def section(meta: dict, runs: list, rows: list, protocols: str = "") -> str:
                    "ECDSA P-256 certificate from a throwaway CA that every tool is told to trust, "
                    "SAN IP:127.0.0.1 and DNS:localhost; http2_max_concurrent_streams 128, nginx's default)")
     loads = [float(r["load1"]) for r in runs if r.get("load1")]
-    load_line = (f"- Load: the machine is shared (2 cores, other builds running). 1-minute load average "
+    load_line = (f"- Load (other work may share the machine): 1-minute load average "
                  f"{m('load_before', '?')} (1/5/15 min) before the runs, {m('load_after', '?')} after"
                  + (f"; before each run: median {statistics.median(loads):.2f}, "
                     f"{min(loads):.2f}–{max(loads):.2f} (every run's in the last table)" if loads else ""))
