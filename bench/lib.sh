@@ -162,14 +162,17 @@ free_port() {
     "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# nginx_start DIR ROOT: nginx from Debian with bench/nginx.conf.template, serving ROOT on
-# 127.0.0.1 and a free port (set in NGINX_PORT); its config, pid file (DIR/nginx.pid), logs and
-# temp folders in DIR, emptied first. -e: the startup error log goes there too, not to
+# nginx_start DIR ROOT [EXTRA]: nginx from Debian with bench/nginx.conf.template, serving ROOT
+# on 127.0.0.1 and a free port (set in NGINX_PORT); its config, pid file (DIR/nginx.pid), logs
+# and temp folders in DIR, emptied first. EXTRA (a file, optional) is copied to
+# DIR/conf.d/extra.conf, which the template includes in its http block: more server blocks
+# (prefetch-bench.sh's https servers). -e: the startup error log goes there too, not to
 # /var/log/nginx. Waits for the pid file, which nginx_stop needs.
 nginx_start() {
-    local dir=$1 root=$2
+    local dir=$1 root=$2 extra=${3:-}
     rm -rf "$dir"
-    mkdir -p "$dir"
+    mkdir -p "$dir/conf.d"
+    [[ -z $extra ]] || cp "$extra" "$dir/conf.d/extra.conf"
     NGINX_PORT=$(free_port)
     sed -e "s|@PORT@|$NGINX_PORT|g" -e "s|@ROOT@|$root|g" -e "s|@WORK@|$dir|g" \
         "$BENCH_DIR/nginx.conf.template" >"$dir/nginx.conf"

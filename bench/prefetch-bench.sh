@@ -6,6 +6,7 @@
 #
 #   bench/prefetch-bench.sh [--quick] [--peers-only] [--no-loop] [--caps 16,64] [--runs R]
 #                           [--small N] [--large M] [--sets small,large] [--timeout S]
+#                           [--schemes http,https] [--tools imgd,imgd-daemon,curl,aria2c,wget2]
 #
 # Environment: IMGD=/path/to/imgd (otherwise it builds .build/release/imgd), PYTHON (python3).
 set -euo pipefail
@@ -22,6 +23,8 @@ LARGE=200
 RUNS=3
 CAPS=16
 SETS=small,large
+SCHEMES=http
+WANT_TOOLS=imgd,imgd-daemon,curl,aria2c,wget2
 QUICK=0
 PEERS_ONLY=0
 USE_LOOP=1
@@ -40,12 +43,17 @@ NGINX_PID_FILE=$WORK/nginx/nginx.pid
 OUT_ROOT=""
 FS_DESC=""
 PORT=""
+TLS_PORT=""                     # the https + HTTP/2 server (--schemes …https)
+PROBE_PORT=""                   # the same, with an access log: the protocol check
+TLS_DIR=$WORK/tls               # the throwaway CA and server certificate
+CA_FILE=$TLS_DIR/ca.pem
 declare -A SET_FILES SET_BYTES
+declare -A LISTS_OF             # scheme -> folder of that scheme's lists
 
 note() { NOTES+=("$*"); log "note: $*"; }
 
 usage() {
-    script_header 10
+    script_header 11
     cat <<'EOF'
 
 Options:
@@ -59,6 +67,13 @@ Options:
   --large M      number of large images (default 200)
   --sets LIST    which sets to run: small,large (default both)
   --timeout S    kill a run after S seconds and count it as failed (default 1800)
+  --schemes LIST http, https or http,https (default http). https: nginx also listens with TLS
+                 and HTTP/2 (a throwaway CA made by openssl in bench/work/tls), every tool
+                 trusts that CA only, and both schemes' runs are interleaved round by round.
+                 With https the results go to their own section of RESULTS.md (prefetch-https),
+                 so a plain-only run's section (prefetch-bench) is left as it was.
+  --tools LIST   which tools to run, among imgd,imgd-daemon,curl,aria2c,wget2 (default all;
+                 aria2c, which has no HTTP/2, never runs over https)
 EOF
 }
 
@@ -74,6 +89,8 @@ parse_args() {
             --large) LARGE=$2; shift ;;
             --sets) SETS=$2; shift ;;
             --timeout) RUN_TIMEOUT=$2; shift ;;
+            --schemes) SCHEMES=$2; shift ;;
+            --tools) WANT_TOOLS=$2; shift ;;
             -h|--help) usage; exit 0 ;;
             *) usage >&2; die "unknown option: $1" ;;
         esac
@@ -83,6 +100,9 @@ parse_args() {
     [[ $RUNS =~ ^[1-9][0-9]*$ && $SMALL =~ ^[1-9][0-9]*$ && $LARGE =~ ^[1-9][0-9]*$ ]] \
         || die "--runs, --small and --large want positive numbers"
     [[ $SETS =~ ^(small|large)(,(small|large))?$ ]] || die "--sets wants small, large or small,large"
+    [[ $SCHEMES =~ ^(http|https)(,(http|https))?$ ]] || die "--schemes wants http, https or http,https"
+    [[ $WANT_TOOLS =~ ^(imgd|imgd-daemon|curl|aria2c|wget2)(,(imgd|imgd-daemon|curl|aria2c|wget2))*$ ]] \
+        || die "--tools wants names among imgd,imgd-daemon,curl,aria2c,wget2"
     require_root "apt-get, mount, nginx"
 }
 
@@ -98,6 +118,7 @@ ensure_packages() {
     command -v mkfs.ext4 >/dev/null && command -v dumpe2fs >/dev/null || want+=(e2fsprogs)
     [[ -x /usr/bin/time ]] || want+=(time)
     command -v timeout >/dev/null || want+=(coreutils)
+    command -v openssl >/dev/null || want+=(openssl)
     command -v findmnt >/dev/null || want+=(util-linux)
     if ! command -v wget2 >/dev/null; then
         # wget2 is optional: Debian 12 has it, older releases do not.
@@ -194,8 +215,17 @@ prepare_imgd() {
     fi
     IMGD_BIN=$bin
     IMGD_DESC="$bin (git $(imgd_revision))"
-    TOOLS+=(imgd imgd-daemon)
+    wanted_tool imgd && TOOLS+=(imgd)
+    wanted_tool imgd-daemon && TOOLS+=(imgd-daemon)
+    return 0
 }
+
+wanted_tool() { [[ ,$WANT_TOOLS, == *,$1,* ]]; }
+wanted_scheme() { [[ ,$SCHEMES, == *,$1,* ]]; }
+
+# Whether TOOL runs over SCHEME. aria2c has no HTTP/2, and its small-set time is fsync latency
+# (about 32 s a run here) that says nothing about TLS: it is left out of https.
+runs_over() { [[ $2 == http || $1 != aria2c ]]; }
 
 # --- 3. Corpus and lists -----------------------------------------------------------------
 
@@ -221,19 +251,95 @@ warm_corpus() {
 
 # --- 4. nginx ----------------------------------------------------------------------------
 
+# A throwaway CA and a server certificate it signs (SAN IP:127.0.0.1 and DNS:localhost), made
+# fresh each run in bench/work/tls. Every tool is told to trust ca.pem only (imgd --ca-file,
+# curl --cacert, wget2 --ca-certificate); the machine's trust store is never touched.
+# ECDSA P-256, as most public sites serve today (an RSA-2048 handshake costs more CPU).
+make_certificates() {
+    rm -rf "$TLS_DIR"
+    mkdir -p "$TLS_DIR"
+    (
+        cd "$TLS_DIR"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+            -subj "/CN=imgd bench CA" -keyout ca.key -out ca.pem \
+            -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign"
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -subj "/CN=localhost" -keyout server.key -out server.csr
+        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+            "extendedKeyUsage=serverAuth" >server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile server.ext -out server.pem
+    ) >"$WORK/logs/openssl.log" 2>&1 || die "openssl could not make the test certificates (see $WORK/logs/openssl.log)"
+}
+
+# The https server blocks (bench/work/tls.conf, included into nginx's http block): the timed one
+# on TLS_PORT, without an access log like the plain server, and a protocol probe on PROBE_PORT,
+# the same but logging each request's protocol (HTTP/2.0 or HTTP/1.1), TLS version, connection
+# number and User-Agent. Sessions are cached so a tool that reconnects can resume.
+write_tls_conf() {
+    local conf=$1
+    cat >"$conf" <<EOF
+ssl_certificate $TLS_DIR/server.pem;
+ssl_certificate_key $TLS_DIR/server.key;
+ssl_protocols TLSv1.2 TLSv1.3;
+ssl_session_cache shared:bench:10m;
+log_format bench_protocol '\$server_protocol \$ssl_protocol \$connection "\$http_user_agent"';
+
+server {
+    listen 127.0.0.1:$TLS_PORT ssl http2 backlog=4096;
+    server_name localhost;
+    root $CORPUS;
+    location / { }
+}
+
+server {
+    listen 127.0.0.1:$PROBE_PORT ssl http2;
+    server_name localhost;
+    root $CORPUS;
+    access_log $WORK/nginx/protocol.log bench_protocol;
+    location / { }
+}
+EOF
+}
+
 start_nginx() {
-    local dir=$WORK/nginx
-    nginx_start "$dir" "$CORPUS"
+    local dir=$WORK/nginx extra=""
+    if wanted_scheme https; then
+        make_certificates
+        TLS_PORT=$(free_port)
+        PROBE_PORT=$(free_port)
+        while [[ $PROBE_PORT == "$TLS_PORT" ]]; do PROBE_PORT=$(free_port); done
+        extra=$WORK/tls.conf
+        write_tls_conf "$extra"
+    fi
+    nginx_start "$dir" "$CORPUS" "$extra"
     PORT=$NGINX_PORT
-    LISTS=$WORK/lists
-    "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "http://127.0.0.1:$PORT" --out "$LISTS"
-    # One request per set proves the server reads the corpus (permissions, root path).
-    local set url
-    for set in small large; do
-        url=$(head -1 "$LISTS/$set.txt")
-        curl -q -sS --fail -o /dev/null "$url" || die "nginx does not serve $url (see $dir/error.log)"
+    [[ $PORT != "$TLS_PORT" && $PORT != "$PROBE_PORT" ]] || die "free_port gave the same port twice; run again"
+    LISTS_OF[http]=$WORK/lists
+    "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "http://127.0.0.1:$PORT" --out "${LISTS_OF[http]}"
+    if wanted_scheme https; then
+        LISTS_OF[https]=$WORK/lists-https
+        "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "https://127.0.0.1:$TLS_PORT" \
+            --out "${LISTS_OF[https]}"
+        "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$CORPUS" --base-url "https://127.0.0.1:$PROBE_PORT" \
+            --out "$WORK/lists-probe"
+    fi
+    # One request per set and scheme proves the server reads the corpus (permissions, root path)
+    # and, over https, that curl trusts the certificate and gets HTTP/2.
+    local set url scheme proto
+    for scheme in ${SCHEMES//,/ }; do
+        for set in small large; do
+            url=$(head -1 "${LISTS_OF[$scheme]}/$set.txt")
+            if [[ $scheme == http ]]; then
+                curl -q -sS --fail -o /dev/null "$url" || die "nginx does not serve $url (see $dir/error.log)"
+            else
+                proto=$(curl -q -sS --fail --cacert "$CA_FILE" --http2 -o /dev/null -w '%{http_version}' "$url") \
+                    || die "nginx does not serve $url (see $dir/error.log)"
+                [[ $proto == 2 ]] || die "curl --http2 got HTTP/$proto from $url, not HTTP/2"
+            fi
+        done
     done
-    log "nginx $(nginx_version) on 127.0.0.1:$PORT, pid $(cat "$NGINX_PID_FILE"), root $CORPUS"
+    log "nginx $(nginx_version) on 127.0.0.1:$PORT (http)$([[ -n $TLS_PORT ]] && echo ", :$TLS_PORT (https + h2), :$PROBE_PORT (https + h2, logged)"), pid $(cat "$NGINX_PID_FILE"), root $CORPUS"
 }
 
 # --- 5. Runs -----------------------------------------------------------------------------
@@ -241,18 +347,24 @@ start_nginx() {
 # The command line of one tool for one run, into the array CMD. Each peer gets the options
 # that make it save each URL under the URL's path and ignore user config files (curlrc,
 # aria2.conf, wget2rc) so a stray home-directory setting cannot change the measurement.
+# Over https (SCHEME, set by run_one, with LISTS pointing at that scheme's lists) each trusts
+# the bench CA only, and curl is asked for HTTP/2 (imgd's libcurl and wget2 offer h2 by ALPN
+# on their own).
 tool_command() {
     local tool=$1 set=$2 cap=$3 out=$4
+    local tls=()
     case $tool in
         imgd)
+            [[ $SCHEME == https ]] && tls=(--ca-file "$CA_FILE")
             CMD=("$IMGD_BIN" prefetch "$LISTS/$set.txt" --cache "$out"
-                 --max-parallel "$cap" --max-per-host "$cap") ;;
+                 --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}") ;;
         curl)
+            [[ $SCHEME == https ]] && tls=(--cacert "$CA_FILE" --http2)
             # -q must come first (skip ~/.curlrc). The config holds url/output pairs; outputs
             # are relative to --output-dir; --create-dirs makes s/xx/ folders. curl 7.88 still
             # draws its parallel progress meter under --silent: --no-progress-meter stops it.
             CMD=(curl -q --parallel --parallel-max "$cap" -Z --fail --no-progress-meter
-                 --create-dirs --output-dir "$out" --config "$LISTS/$set.curl") ;;
+                 --create-dirs --output-dir "$out" --config "$LISTS/$set.curl" "${tls[@]}") ;;
         aria2c)
             # -x1: one connection per download (no splitting), -j: downloads at once. No
             # console readout (a status line a second); the final result table stays in the log.
@@ -262,9 +374,11 @@ tool_command() {
                  --console-log-level=error --summary-interval=0 --show-console-readout=false) ;;
         wget2)
             # -x -nH: save http://host/s/xx/f.png as OUT/s/xx/f.png (default: OUT/f.png).
-            # --no-hsts/--no-hpkp: no database files in $HOME.
+            # --no-hsts/--no-hpkp: no database files in $HOME. (TLS session resumption, which
+            # would keep a file there, is off by default.)
+            [[ $SCHEME == https ]] && tls=(--ca-certificate="$CA_FILE")
             CMD=(wget2 --no-config --max-threads="$cap" -i "$LISTS/$set.txt" -P "$out" -x -nH -nv
-                 --no-hsts --no-hpkp) ;;
+                 --no-hsts --no-hpkp "${tls[@]}") ;;
         *) die "unknown tool $tool" ;;
     esac
 }
@@ -301,8 +415,10 @@ stop_daemon() {
 run_daemon() {
     local set=$1 cap=$2 out=$3 logf=$4 tfile=$5
     mkdir -p "$out/spool" "$out/cache" "$out/state"
+    local tls=()
+    [[ $SCHEME == https ]] && tls=(--ca-file "$CA_FILE")
     "$IMGD_BIN" --spool "$out/spool" --cache "$out/cache" --state "$out/state" --socket "$out/imgd.sock" \
-        --max-parallel "$cap" --max-per-host "$cap" >"$logf" 2>&1 </dev/null &
+        --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}" >"$logf" 2>&1 </dev/null &
     DAEMON_PID=$!
     local pid=$DAEMON_PID outcome="" result drc=0
     rc=0
@@ -331,14 +447,18 @@ run_daemon() {
 # to $RUNS_TSV; a run that fails (exit status, timeout or verification) is marked FAILED.
 run_one() {
     local set=$1 cap=$2 tool=$3 run=$4
+    SCHEME=$5
+    LISTS=${LISTS_OF[$SCHEME]}
     local out=$OUT_ROOT/run
-    local tag=$set-cap$cap-$tool-run$run
+    local tag=$set-$SCHEME-cap$cap-$tool-run$run
     local tfile=$WORK/logs/$tag.time logf=$WORK/logs/$tag.log
     rm -rf "$out"
     mkdir -p "$out"
     sync
     warm_corpus "$set"
-    local rc=0 wall=0 user=0 sys=0 rss=0
+    local rc=0 wall=0 user=0 sys=0 rss=0 load1
+    # The machine is shared: the 1-minute load average right before each run goes into its record.
+    load1=$(cut -d' ' -f1 /proc/loadavg)
     DAEMON_OUTCOME=""
     if [[ $tool == imgd-daemon ]]; then
         run_daemon "$set" "$cap" "$out" "$logf" "$tfile"
@@ -378,26 +498,32 @@ run_one() {
         status=FAILED
     fi
     if [[ $status == ok ]]; then
-        log "$(awk -v s="$set" -v c="$cap" -v t="$tool" -v r="$run/$RUNS" -v w="$wall" -v u="$user" \
+        log "$(awk -v s="$set/$SCHEME" -v c="$cap" -v t="$tool" -v r="$run/$RUNS" -v w="$wall" -v u="$user" \
             -v y="$sys" -v m="$rss" -v v="$verdict" 'BEGIN {
-                printf "%-5s cap %-3s %-11s run %s: %7.2f s  cpu %6.2f s  rss %6.1f MiB  %s", s, c, t, r, w, u + y, m / 1024, v }')"
+                printf "%-11s cap %-3s %-11s run %s: %7.2f s  cpu %6.2f s  rss %6.1f MiB  %s", s, c, t, r, w, u + y, m / 1024, v }')"
     else
-        log "$(printf '%-5s cap %-3s %-11s run %s/%s: FAILED — %s' "$set" "$cap" "$tool" "$run" "$RUNS" "$note")"
+        log "$(printf '%-11s cap %-3s %-11s run %s/%s: FAILED — %s' "$set/$SCHEME" "$cap" "$tool" "$run" "$RUNS" "$note")"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$set" "$cap" "$tool" "$run" "$status" \
-        "$wall" "$user" "$sys" "$rss" "${SET_FILES[$set]}" "${SET_BYTES[$set]}" "${note//$'\t'/ }" >>"$RUNS_TSV"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$set" "$SCHEME" "$cap" "$tool" "$run" \
+        "$status" "$wall" "$user" "$sys" "$rss" "${SET_FILES[$set]}" "${SET_BYTES[$set]}" "$load1" \
+        "${note//$'\t'/ }" >>"$RUNS_TSV"
 }
 
-# Interleaves the tools (imgd imgd-daemon curl aria2c wget2 imgd …) so slow drifts of the machine
-# (page cache, thermal, neighbours) spread over all of them instead of favouring one.
+# Interleaves the tools (imgd imgd-daemon curl aria2c wget2 imgd …), and with --schemes
+# http,https the schemes within each round (every tool over http, then over https), so slow
+# drifts of the machine (page cache, thermal, neighbours) spread over all of them instead of
+# favouring one.
 run_all() {
-    local set cap run tool
+    local set cap run tool scheme
     for set in ${SETS//,/ }; do
         for cap in ${CAPS//,/ }; do
-            log "set $set (${SET_FILES[$set]} files, $((SET_BYTES[$set] / 1000000)) MB), cap $cap: ${TOOLS[*]} × $RUNS"
+            log "set $set (${SET_FILES[$set]} files, $((SET_BYTES[$set] / 1000000)) MB), cap $cap, $SCHEMES: ${TOOLS[*]} × $RUNS"
             for run in $(seq "$RUNS"); do
-                for tool in "${TOOLS[@]}"; do
-                    run_one "$set" "$cap" "$tool" "$run"
+                for scheme in ${SCHEMES//,/ }; do
+                    for tool in "${TOOLS[@]}"; do
+                        runs_over "$tool" "$scheme" || continue
+                        run_one "$set" "$cap" "$tool" "$run" "$scheme"
+                    done
                 done
             done
         done
@@ -405,11 +531,66 @@ run_all() {
     rm -rf "$OUT_ROOT/run"
 }
 
+# Which protocol each tool really speaks over https, from nginx's own log: untimed, before the
+# timed runs, each tool fetches the first PROBE_URLS small images (at the first cap) from the
+# logged https server (PROBE_PORT), and the log lines it added are counted by protocol, TLS
+# version and connection. Writes a Markdown table to $1; a tool that did not get HTTP/2 is named
+# in the notes. The timed server logs nothing, like the plain one.
+PROBE_URLS=400
+probe_protocols() {
+    local table=$1 tool cap=${CAPS%%,*} out=$OUT_ROOT/probe logf=$WORK/nginx/protocol.log
+    local before after summary
+    SCHEME=https
+    LISTS=$WORK/lists-probe-cut
+    mkdir -p "$LISTS"
+    head -n "$PROBE_URLS" "$WORK/lists-probe/small.txt" >"$LISTS/small.txt"
+    head -n $((PROBE_URLS * 2)) "$WORK/lists-probe/small.curl" >"$LISTS/small.curl"
+    {
+        echo "| tool | requests logged | protocol (nginx \$server_protocol) | TLS | connections used |"
+        echo "|---|---|---|---|---|"
+    } >"$table"
+    for tool in "${TOOLS[@]}"; do
+        runs_over "$tool" https || continue
+        rm -rf "$out"
+        mkdir -p "$out"
+        before=$(wc -l <"$logf" 2>/dev/null || echo 0)
+        if [[ $tool == imgd-daemon ]]; then
+            run_daemon small "$cap" "$out" "$WORK/logs/probe-$tool.log" "$WORK/logs/probe-$tool.time" || true
+        else
+            tool_command "$tool" small "$cap" "$out"
+            timeout -k 10 120 "${CMD[@]}" >"$WORK/logs/probe-$tool.log" 2>&1 </dev/null || true
+        fi
+        # nginx writes a request's log line when the request ends; give it a moment to catch up.
+        for _ in $(seq 20); do
+            after=$(wc -l <"$logf" 2>/dev/null || echo 0)
+            [[ $((after - before)) -ge $PROBE_URLS ]] && break
+            sleep 0.1
+        done
+        summary=$(tail -n +"$((before + 1))" "$logf" | awk '
+            { n++; proto[$1]++; tls[$2]++; conn[$3] = 1 }
+            END {
+                p = ""; for (k in proto) p = p (p ? ", " : "") k " ×" proto[k]
+                t = ""; for (k in tls) t = t (t ? ", " : "") k
+                c = 0; for (k in conn) c++
+                printf "%d\t%s\t%s\t%d", n, p, t, c
+            }')
+        IFS=$'\t' read -r n protos tlsv conns <<<"$summary"
+        echo "| $tool | ${n:-0} of $PROBE_URLS | ${protos:-none} | ${tlsv:-—} | ${conns:-0} |" >>"$table"
+        log "protocol probe: $tool: ${n:-0} requests, ${protos:-none}, ${tlsv:-}, ${conns:-0} connections"
+        [[ ${protos:-} == "HTTP/2.0 ×"* && $protos != *,* ]] || note "$tool did not use HTTP/2 alone over https (protocol probe: ${protos:-no requests})"
+    done
+    rm -rf "$out"
+}
+
 # --- 7. Report ---------------------------------------------------------------------------
 
 write_meta() {
     local meta=$1 wget2_v="not installed"
     command -v wget2 >/dev/null && wget2_v=$(wget2 --version 2>/dev/null | head -1 | awk '{print $3}')
+    # Over https the libraries matter: curl's TLS and HTTP/2 (nghttp2), wget2's (GnuTLS, +http2).
+    if wanted_scheme https && command -v wget2 >/dev/null; then
+        wget2_v+=" ($(wget2 --version 2>/dev/null | grep -o -E '\+ssl/[a-z]+|[+-]http2' | tr '\n' ' ' | sed 's/ $//'))"
+    fi
     {
         echo "date=$START_DATE"
         echo "args=$ORIG_ARGS"
@@ -427,7 +608,14 @@ write_meta() {
         echo "quick=$QUICK"
         echo "tools=${TOOLS[*]}"
         echo "imgd=$IMGD_DESC"
-        echo "curl=$(curl --version | head -1 | awk '{print $2}')"
+        if wanted_scheme https; then
+            echo "curl=$(curl --version | head -1 | awk '{print $2}') ($(curl --version | head -1 | grep -o -E 'OpenSSL/[0-9.]+|nghttp2/[0-9.]+' | paste -sd ' '))"
+        else
+            echo "curl=$(curl --version | head -1 | awk '{print $2}')"
+        fi
+        echo "schemes=$SCHEMES"
+        echo "load_before=$LOAD_BEFORE"
+        echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
         echo "aria2c=$(aria2c --version | head -1 | awk '{print $3}')"
         echo "wget2=$wget2_v"
         echo "nginx=$(nginx_version)"
@@ -444,9 +632,15 @@ main() {
     trap 'exit 130' INT TERM
     ensure_packages
     TOOLS=()
-    prepare_imgd
-    TOOLS+=(curl aria2c)
-    if command -v wget2 >/dev/null; then TOOLS+=(wget2); else note "wget2 is not available: not run"; fi
+    if wanted_tool imgd || wanted_tool imgd-daemon; then prepare_imgd; fi
+    wanted_tool curl && TOOLS+=(curl)
+    wanted_tool aria2c && TOOLS+=(aria2c)
+    if wanted_tool wget2; then
+        if command -v wget2 >/dev/null; then TOOLS+=(wget2); else note "wget2 is not available: not run"; fi
+    fi
+    if wanted_scheme https && wanted_tool aria2c; then
+        note "aria2c runs over http only: it has no HTTP/2, and its small-set time is fsync latency (see below), which says nothing about TLS"
+    fi
     local cap
     for cap in ${CAPS//,/ }; do
         [[ $cap -le 300 ]] || note "curl clamps --parallel-max to 300: its cap-$cap runs use 300"
@@ -459,15 +653,22 @@ main() {
     START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
     mkdir -p "$WORK/results"
     RUNS_TSV=$WORK/results/runs-$stamp.tsv
-    printf 'set\tcap\ttool\trun\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfiles\tbytes\tnote\n' >"$RUNS_TSV"
+    printf 'set\tscheme\tcap\ttool\trun\tstatus\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfiles\tbytes\tload1\tnote\n' >"$RUNS_TSV"
     log "corpus warm-up, then runs (raw results: $RUNS_TSV)"
     warm_corpus small
     warm_corpus large
+    local report_args=(--section prefetch-bench)
+    if wanted_scheme https; then
+        probe_protocols "$WORK/results/protocols-$stamp.md"
+        report_args=(--section prefetch-https --protocols "$WORK/results/protocols-$stamp.md")
+    fi
+    LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
     run_all
     write_meta "$WORK/results/meta-$stamp.txt"
     echo
-    "$PYTHON" "$BENCH_DIR/report.py" --runs "$RUNS_TSV" --meta "$WORK/results/meta-$stamp.txt" \
-        --results "$BENCH_DIR/RESULTS.md"
+    # No __pycache__ in bench/ (report.py imports results_md).
+    PYTHONDONTWRITEBYTECODE=1 "$PYTHON" "$BENCH_DIR/report.py" --runs "$RUNS_TSV" --meta "$WORK/results/meta-$stamp.txt" \
+        --results "$BENCH_DIR/RESULTS.md" "${report_args[@]}"
     # Non-zero when any run failed, so a CI job notices; the table above says which.
     if cut -f5 "$RUNS_TSV" | grep -qx FAILED; then
         log "some runs FAILED (see above and bench/work/logs/)"

@@ -5,6 +5,8 @@
 #   bench/run-all.sh [--quick] [--only NAME,...]
 #
 #   prefetch  bench/prefetch-bench.sh --caps 16,64      (--quick: --quick)
+#   https     bench/prefetch-bench.sh --schemes http,https --sets small --tools imgd,imgd-daemon,curl,wget2
+#                                                       (--quick: the same with --quick)
 #   lookup    bench/lookup-bench.sh                     (when present and executable)
 #   ready     bench/ready-bench.sh                      (--quick: --quick)
 #   memory    bench/memory-bench.sh                     (--quick: --quick)
@@ -19,12 +21,12 @@ LOG_TAG=run-all
 # shellcheck source=lib.sh
 source "$BENCH_DIR/lib.sh"
 QUICK=0
-ONLY=prefetch,lookup,ready,memory,index
+ONLY=prefetch,https,lookup,ready,memory,index
 LOGS=$BENCH_DIR/work/run-all
 ORIG_ARGS="$*"
 STEP_PID=""
 
-usage() { script_header 15; }
+usage() { script_header 16; }
 
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -35,8 +37,8 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-[[ $ONLY =~ ^(prefetch|lookup|ready|memory|index)(,(prefetch|lookup|ready|memory|index))*$ ]] \
-    || die "--only wants names among prefetch,lookup,ready,memory,index"
+[[ $ONLY =~ ^(prefetch|https|lookup|ready|memory|index)(,(prefetch|https|lookup|ready|memory|index))*$ ]] \
+    || die "--only wants names among prefetch,https,lookup,ready,memory,index"
 require_root "apt-get, mount, nginx, drop_caches"
 mkdir -p "$LOGS"
 
@@ -90,6 +92,12 @@ START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 if wanted prefetch; then
     if [[ $QUICK -eq 1 ]]; then step prefetch "$BENCH_DIR/prefetch-bench.sh" --quick
     else step prefetch "$BENCH_DIR/prefetch-bench.sh" --caps 16,64; fi
+fi
+# The same prefetch runs over https + HTTP/2 beside plain http (its own RESULTS.md section,
+# prefetch-https). aria2c is left out: it has no HTTP/2, and the prefetch step times it over http.
+if wanted https; then
+    step https "$BENCH_DIR/prefetch-bench.sh" --schemes http,https --sets small \
+        --tools imgd,imgd-daemon,curl,wget2 "${quick[@]}"
 fi
 if wanted lookup; then
     if [[ -x $BENCH_DIR/lookup-bench.sh ]]; then
