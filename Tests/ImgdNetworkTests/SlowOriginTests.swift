@@ -67,6 +67,55 @@ struct SlowOriginTests {
         }
     }
 
+    @Test("an on-demand job held back by on-demand transfers on its host does not hold back one that a prefetch can make room for")
+    func onDemandNotBlockedByOnDemand() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.maxParallel = 2
+            $0.maxPerHost = 1
+        }
+        let other = try await TestHTTPServer.start()
+        let third = try await TestHTTPServer.start()
+        try await withFixture(policy: policy) { fixture in
+            // Host H: one on-demand transfer held; host G: one prefetch held. Every slot is taken.
+            let heldOnDemand = Task { try await fixture.downloader.fetch(fixture.url("/img/od-1.png?gate=h")) }
+            #expect(await fixture.server.waitForInFlight(atLeast: 1, timeout: .seconds(20)))
+            fixture.downloader.prefetch(
+                [try ImageURL(other.url("/img/pf.png?gate=g"))], submitter: fixture.downloader.makeSubmitter()
+            ) { _, _ in }
+            #expect(await other.waitForInFlight(atLeast: 1, timeout: .seconds(20)))
+            // A second on-demand job on H can only wait (no prefetch on H to take a slot from)...
+            let waitingOnDemand = Task { try await fixture.downloader.fetch(fixture.url("/img/od-2.png")) }
+            #expect(await eventually(timeout: .seconds(10)) { fixture.downloader.statistics.queued == 1 })
+            // ...and a third, on another host, takes the prefetch's slot at once.
+            let image = try await fixture.downloader.fetch(ImageURL(third.url("/img/od-3.png")))
+            #expect(image.source == .network)
+            #expect(fixture.downloader.statistics.preempted == 1)
+            fixture.server.openGate("h")
+            other.openGate("g")
+            _ = try await heldOnDemand.value
+            _ = try await waitingOnDemand.value
+        }
+        try await other.shutdown()
+        try await third.shutdown()
+    }
+
+    @Test("an on-demand URL the address policy refuses takes no prefetch's slot")
+    func refusedOnDemandPreemptsNothing() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.maxParallel = 1
+            $0.addresses = AddressPolicy(deniedRanges: AddressPolicy.default.deniedRanges + [IPRange("127.0.0.2/32")!])
+        }
+        try await withFixture(policy: policy) { fixture in
+            fixture.downloader.prefetch([try fixture.url("/img/kept.png?gate=kept")], submitter: fixture.downloader.makeSubmitter()) { _, _ in }
+            #expect(await fixture.server.waitForInFlight(atLeast: 1, timeout: .seconds(20)))
+            let error = await fixture.failure(url: try ImageURL("http://127.0.0.2:\(fixture.server.port)/img/denied.png"))
+            #expect(error?.code == "policy_denied")
+            #expect(fixture.downloader.statistics.preempted == 0)
+            #expect(fixture.server.requestCount("/img/kept.png?gate=kept") == 1)
+            fixture.server.openGate("kept")
+        }
+    }
+
     @Test("a transfer whose pace cannot finish its declared body in time ends early as timeout")
     func hopelessPaceEndsEarly() async throws {
         let policy = DownloaderFixture.testPolicy {

@@ -29,6 +29,8 @@ final class Job {
     var state = State.queued
     /// Attempts started so far.
     var attempts = 0
+    /// Times its transfer gave its slot away (to an on-demand request or a waiting list).
+    var preemptions = 0
     /// Set once a full filesystem has cost this job an eviction and a retry.
     var retriedForSpace = false
     /// The running transfer, while `state == .running`.

@@ -46,6 +46,8 @@ final class Transfer {
     private(set) var bodyStartedAt: ContinuousClock.Instant?
 
     private let maxBodyBytes: Int
+    /// The whole attempt's limit under the policy it started with (a reload does not shorten it).
+    let totalTimeout: Duration
     private let addresses: AddressPolicy
     /// Until the format has been recognised from the first bytes.
     private var isSniffing = true
@@ -75,12 +77,18 @@ final class Transfer {
         self.easy = easy
         self.reservation = SpaceReservation(disk: disk, settlePublished: settlePublished)
         self.maxBodyBytes = policy.maxBodyBytes
+        self.totalTimeout = policy.totalTimeout
         self.addresses = policy.addresses
         self.startedAt = .now
         errorBuffer.initialize(to: 0)
     }
 
-    deinit { errorBuffer.deallocate() }
+    deinit {
+        // libcurl keeps the pointer until the handle is cleaned up, which happens after this
+        // (the handle is a stored property): take it back first.
+        try? easy.set(CURLOPT_ERRORBUFFER, pointer: nil)
+        errorBuffer.deallocate()
+    }
 
     /// Body bytes received so far.
     var bytesReceived: Int { spilledBytes + buffer.count }

@@ -316,24 +316,39 @@ final class TransferEngine: @unchecked Sendable {
 
     /// An on-demand request never waits behind prefetches for a slot: when the caps hold back a
     /// queued on-demand job, a running prefetch gives way — one on the job's host if that host
-    /// is at its cap, else any — the one with the fewest bytes received, so the least work is
-    /// lost. Returns true when it started the on-demand job.
+    /// is at its cap, else any — preferring one not preempted before, then the one with the
+    /// fewest bytes received, so the least work is lost. Only a job for which such a prefetch
+    /// exists is picked: one held back by on-demand transfers waits without blocking the others
+    /// behind it. A URL the address policy refuses is started (and so refused at once) without
+    /// taking anyone's slot. Returns true when it started an on-demand job.
     private func startOnDemandByPreempting(now: ContinuousClock.Instant) -> Bool {
+        var prefetchHosts = Set<String>()
+        for transfer in running.values where transfer.job.priority < .onDemand {
+            prefetchHosts.insert(transfer.job.url.hostKey)
+        }
+        let globalFull = running.count >= policy.maxParallel
         guard let job = queue.next(
             priority: .onDemand, isLive: { $0.state == .queued },
-            canStart: { !self.publishingKeys.contains($0.key) && !self.isBackingOff($0.url.hostKey, now: now) })
+            canStart: { job in
+                let host = job.url.hostKey
+                guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
+                if self.policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil {
+                    return true
+                }
+                if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
+                return !globalFull || !prefetchHosts.isEmpty
+            })
         else { return false }
         let host = job.url.hostKey
         let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
-        let victim = running.values
-            .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }
-            .min { $0.bytesReceived < $1.bytesReceived }
-        let globalFull = running.count >= policy.maxParallel
-        guard victim != nil || (!hostFull && !globalFull) else {
-            queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
-            return false
+        let refused = policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil
+        if !refused, hostFull || globalFull {
+            let victim = running.values
+                .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }
+                .min { ($0.job.preemptions, $0.bytesReceived) < ($1.job.preemptions, $1.bytesReceived) }
+            // The pick above made sure there is one.
+            if let victim { preempt(victim) }
         }
-        if let victim, hostFull || globalFull { preempt(victim) }
         start(job)
         return true
     }
@@ -341,7 +356,9 @@ final class TransferEngine: @unchecked Sendable {
     /// One list cannot hold every slot for long while another waits: when all slots are taken
     /// and a list with queued work runs fewer than its fair share (the slots divided among the
     /// lists with work), a transfer of a list above its share that has run longer than
-    /// `policy.fairShareGrace` gives way to it. One hand-over per check, every 250 ms at most.
+    /// `policy.fairShareGrace` gives way to it — on the waiting job's host when that host is at
+    /// its cap. A job gives way for fairness once at most: a large slow body is not restarted
+    /// forever. One hand-over per check, every 250 ms at most.
     private func shareSlotsFairly(now: ContinuousClock.Instant) {
         guard now >= nextShareCheck else { return }
         nextShareCheck = now + Self.shareCheckInterval
@@ -354,20 +371,26 @@ final class TransferEngine: @unchecked Sendable {
         }
         let share = max(1, policy.maxParallel / Set(runningBySubmitter.keys).union(waiting).count)
         let candidates = running.values.filter {
-            $0.job.priority == .prefetch && runningBySubmitter[$0.job.submitter, default: 0] > share
+            $0.job.priority == .prefetch && $0.job.preemptions == 0
+                && runningBySubmitter[$0.job.submitter, default: 0] > share
                 && now - $0.startedAt >= policy.fairShareGrace
         }
-        guard let victim = candidates.min(by: { $0.bytesReceived < $1.bytesReceived }) else { return }
-        let freedHost = victim.job.url.hostKey
+        guard !candidates.isEmpty else { return }
+        let candidateHosts = Set(candidates.map { $0.job.url.hostKey })
         for submitter in waiting where runningBySubmitter[submitter, default: 0] < share {
             let job = queue.next(
                 priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
                 canStart: {
-                    !self.publishingKeys.contains($0.key)
-                        && (self.hostCanStart($0.url.hostKey, now: now)
-                            || ($0.url.hostKey == freedHost && !self.isBackingOff(freedHost, now: now)))
+                    let host = $0.url.hostKey
+                    return !self.publishingKeys.contains($0.key) && !self.isBackingOff(host, now: now)
+                        && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
+            let host = job.url.hostKey
+            let onHost = !hostCanStart(host, now: now)
+            let victim = candidates
+                .filter { !onHost || $0.job.url.hostKey == host }
+                .min { $0.bytesReceived < $1.bytesReceived }!
             preempt(victim)
             start(job)
             return
@@ -387,7 +410,7 @@ final class TransferEngine: @unchecked Sendable {
             guard let reason = TransferPace.shortfall(
                 received: transfer.bytesReceived, declared: transfer.declaredLength,
                 bodyStartedAt: transfer.bodyStartedAt, startedAt: transfer.startedAt, now: now,
-                timeout: policy.totalTimeout)
+                timeout: transfer.totalTimeout)
             else { continue }
             let job = transfer.job
             detach(transfer)
@@ -402,6 +425,7 @@ final class TransferEngine: @unchecked Sendable {
         let job = transfer.job
         detach(transfer)
         job.attempts -= 1
+        job.preemptions += 1
         move(job, to: .queued)
         queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
         counters.preempted += 1
@@ -455,7 +479,7 @@ final class TransferEngine: @unchecked Sendable {
         do throws(CurlSetupError) {
             easy = try CurlEasy(share: share)
         } catch {
-            finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")))
+            finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
             return
         }
         let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle,
@@ -463,11 +487,11 @@ final class TransferEngine: @unchecked Sendable {
         do {
             try transfer.configure(policy)
         } catch {
-            finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")))
+            finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")), remember: false)
             return
         }
         guard multi!.add(easy) else {
-            finish(job, .failure(.network("libcurl could not add the transfer")))
+            finish(job, .failure(.network("libcurl could not add the transfer")), remember: false)
             return
         }
         move(job, to: .running)
@@ -632,7 +656,9 @@ final class TransferEngine: @unchecked Sendable {
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on
     /// failure alike, so a later request starts afresh (after the failure memory lapses).
-    private func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>) {
+    /// `remember: false` for failures of this machine that the error's class does not tell
+    /// (libcurl refusing a handle): they say nothing about the URL.
+    private func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>, remember: Bool = true) {
         if let transfer = job.transfer { detach(transfer) }
         move(job, to: .finished)
         if jobs[job.key] === job { jobs[job.key] = nil }
@@ -645,7 +671,7 @@ final class TransferEngine: @unchecked Sendable {
             counters.failed += 1
             // Only what the URL did is remembered: a full disk or cache says nothing about the
             // URL, and once space is back the next request must fetch it.
-            if !error.isLocal {
+            if remember, !error.isLocal {
                 failures[job.key] = RememberedFailure(url: job.url.normalized, error: error, until: .now + policy.failureMemory)
             }
         }
