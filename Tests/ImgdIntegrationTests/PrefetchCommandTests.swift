@@ -128,6 +128,25 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("--deny adds to the default ranges: a metadata address stays refused, the added range is refused too, nothing else is")
+    func denyAddsToDefaults() async throws {
+        // On `::`, so that 127.0.0.3 reaches it as well as 127.0.0.1.
+        let server = try await TestHTTPServer.start(host: "::")
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        // Literal hosts are refused before any connection, so nothing is sent to 169.254.169.254.
+        let other = server.url("/img/allowed.png").replacingOccurrences(of: "127.0.0.1", with: "127.0.0.3")
+        try scratch.write("l.txt", ["http://169.254.169.254/latest/meta-data/iam.png", server.url("/img/loop.png"), other].joined(separator: "\n"))
+        let result = try await BinaryRunner.imgd(["prefetch", "l.txt", "--cache", "c", "--deny", "127.0.0.1/32"], in: scratch.path)
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("3 URLs in 1 list: 1 downloaded"), "\(result.stdout)")
+        #expect(result.stderr.contains("169.254.169.254/latest/meta-data/iam.png: policy_denied"), "\(result.stderr)")
+        #expect(result.stderr.contains("/img/loop.png: policy_denied"))
+        #expect(server.requestCount("/img/loop.png") == 0)
+        #expect(server.requestCount("/img/allowed.png") == 1)
+        try await server.shutdown()
+    }
+
     @Test(
         "bad usage exits 2 with a message",
         arguments: [
