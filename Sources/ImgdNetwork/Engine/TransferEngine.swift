@@ -322,6 +322,9 @@ final class TransferEngine: @unchecked Sendable {
     /// behind it. A URL the address policy refuses is started (and so refused at once) without
     /// taking anyone's slot. Returns true when it started an on-demand job.
     private func startOnDemandByPreempting(now: ContinuousClock.Instant) -> Bool {
+        // Called whenever nothing else could start (every turn while the slots are full): the
+        // common case, no on-demand job at all, costs one test.
+        guard queue.hasEntries(at: .onDemand) else { return false }
         var prefetchHosts = Set<String>()
         for transfer in running.values where transfer.job.priority < .onDemand {
             prefetchHosts.insert(transfer.job.url.hostKey)

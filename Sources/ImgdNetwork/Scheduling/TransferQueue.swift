@@ -127,6 +127,9 @@ struct TransferQueue<Job: AnyObject> {
         return found
     }
 
+    /// True when some entry (perhaps dead) is queued at `priority`: a cheap test before a scan.
+    func hasEntries(at priority: FetchPriority) -> Bool { !levels[priority.rawValue].order.isEmpty }
+
     /// Submitters with entries queued at `priority` (some entries may be dead), in turn order.
     func submitters(at priority: FetchPriority) -> [SubmitterID] {
         let level = levels[priority.rawValue]
