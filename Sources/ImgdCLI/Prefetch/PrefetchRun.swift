@@ -106,8 +106,7 @@ struct PrefetchRun {
         while !Task.isCancelled {
             let counts = tally.snapshot
             let stats = downloader.statistics
-            let seconds = Double((ContinuousClock.now - started).components.seconds)
-                + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+            let seconds = (ContinuousClock.now - started).inSeconds
             let rate = seconds > 0 ? Int(Double(counts.finished) / seconds) : 0
             console.progress(
                 "imgd: \(counts.finished)/\(counts.listed) done, \(stats.running) running, "
@@ -118,7 +117,7 @@ struct PrefetchRun {
 
     /// The closing summary line.
     static func summary(_ counts: PrefetchTally.Counts, lists: Int, duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = duration.inSeconds
         var text = "imgd: \(counts.listed) URLs in \(lists) list\(lists == 1 ? "" : "s"): "
             + "\(counts.downloaded) downloaded (\(ByteFormatting.string(counts.downloadedBytes))), "
             + "\(counts.alreadyCached) already cached, \(counts.failed) failed"

@@ -330,21 +330,21 @@ final class TransferEngine: @unchecked Sendable {
             prefetchHosts.insert(transfer.job.url.hostKey)
         }
         let globalFull = running.count >= policy.maxParallel
+        var refused = false
         guard let job = queue.next(
             priority: .onDemand, isLive: { $0.state == .queued },
             canStart: { job in
                 let host = job.url.hostKey
                 guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
-                if self.policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil {
-                    return true
-                }
+                refused = self.policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil
+                if refused { return true }
                 if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
                 return !globalFull || !prefetchHosts.isEmpty
             })
         else { return false }
         let host = job.url.hostKey
         let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
-        let refused = policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil
+        // `refused` is the picked job's: the scan stops at the first job it accepts.
         if !refused, hostFull || globalFull {
             let victim = running.values
                 .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }

@@ -1,3 +1,5 @@
+import ImgdCore
+
 /// Whether a transfer can still finish inside its attempt's time, judged from the rate its body
 /// has arrived at so far.
 ///
@@ -22,19 +24,11 @@ enum TransferPace {
         guard let declared, let bodyStartedAt, received > 0, declared > received else { return nil }
         let flowing = now - bodyStartedAt
         guard flowing >= observation else { return nil }
-        let bytesPerSecond = Double(received) / flowing.seconds
+        let bytesPerSecond = Double(received) / flowing.inSeconds
         let needed = Double(declared - received) / bytesPerSecond
-        let left = (startedAt + timeout - now).seconds
+        let left = (startedAt + timeout - now).inSeconds
         guard needed > max(0, left) * margin else { return nil }
         return "at \(Int(bytesPerSecond)) bytes/s the remaining \(declared - received) of \(declared) declared bytes "
             + "would take \(Int(needed)) s; the attempt's limit leaves \(max(0, Int(left))) s"
-    }
-}
-
-extension Duration {
-    /// In seconds, as a Double.
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }
