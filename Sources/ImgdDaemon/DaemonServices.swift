@@ -142,7 +142,7 @@ final class DaemonServices: Sendable {
         let handler = DaemonCommandHandler()
         let server = ControlServer(
             listening: address,
-            limits: ControlLimits(maxConnections: config.maxConnections), handler: handler, events: events,
+            limits: config.controlLimits, handler: handler, events: events,
             log: { log($0) })
         let services = DaemonServices(
             options: options, log: log, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,

@@ -50,6 +50,8 @@ struct ConfigReloadTests {
             !$0.downloadPolicy.addresses.deniedRanges.contains(IPRange("169.254.0.0/16")!)
         },
         Change(key: "max-connections", value: .integer(8), reloadable: false) { $0.maxConnections == 8 },
+        Change(key: "max-connections-per-peer", value: .integer(4), reloadable: false) { $0.controlLimits.maxConnectionsPerPeer == 4 },
+        Change(key: "admin-group", value: .string("root"), reloadable: true) { $0.adminGroup == AdminGroup(name: "root", gid: 0) },
         Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
     ]
 

@@ -15,8 +15,9 @@ struct RunCommand: AsyncParsableCommand {
             With no flags, everything lives under ./imgd-data (spool/, cache/, state/, imgd.sock); \
             under systemd, in $STATE_DIRECTORY, $CACHE_DIRECTORY and $RUNTIME_DIRECTORY. Each \
             flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
-            flags win. SIGHUP reloads the file and applies limits, caps, timeouts and ca-file; \
-            a changed folder, socket, max-connections, pressure-threshold, proxy, deny or \
+            flags win. SIGHUP reloads the file and applies limits, caps, timeouts, ca-file and \
+            admin-group; \
+            a changed folder, socket, max-connections, max-connections-per-peer, pressure-threshold, proxy, deny or \
             deny-defaults needs a restart. SIGTERM stops within 5 seconds. See Protocol.md.
             """)
 
@@ -45,7 +46,14 @@ struct RunCommand: AsyncParsableCommand {
         "Refuse the default ranges 169.254.0.0/16, 0.0.0.0/8, fe80::/10, fd00:ec2::254, 100.100.100.200 (default true; false leaves only --deny).",
         valueName: "true|false"))
     var denyDefaults: String?
-    @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
+    @Option(help: "Control socket connections at once (default 256; the last eighth only for users with none open).")
+    var maxConnections: String?
+    @Option(help: "Control socket connections one user (uid) may have open at once (default 32).")
+    var maxConnectionsPerPeer: String?
+    @Option(help: ArgumentHelp(
+        "Group whose members may also run purge --tier disk, evict, fsck, retry of everything and cancel of others' lists (default none: root and imgd's user only).",
+        valueName: "name"))
+    var adminGroup: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
 
@@ -58,6 +66,7 @@ struct RunCommand: AsyncParsableCommand {
             ("max-body-bytes", maxBodyBytes), ("timeout", timeout), ("proxy", proxy), ("ca-file", caFile),
             ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("deny-defaults", denyDefaults),
             ("max-connections", maxConnections),
+            ("max-connections-per-peer", maxConnectionsPerPeer), ("admin-group", adminGroup),
             ("pressure-threshold", pressureThreshold),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }

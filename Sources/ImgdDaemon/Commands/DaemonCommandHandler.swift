@@ -78,6 +78,21 @@ struct DaemonCommands {
         services.log("\(what) (by \(request.peer))")
     }
 
+    /// Who may run the destructive commands, with the admin group of the running settings.
+    private var authority: CommandAuthority {
+        CommandAuthority(adminGroup: services.config.withLock { $0.adminGroup })
+    }
+
+    /// Throws `forbidden` (and logs the refusal) unless the peer may run the destructive `what`.
+    private func requirePrivilege(for what: String) throws(ControlError) {
+        do {
+            try authority.require(request.peer, for: what)
+        } catch {
+            services.log("refused \(what): forbidden (by \(request.peer))", level: .notice)
+            throw error
+        }
+    }
+
     // MARK: - Reading
 
     private func status() -> JSONValue {
@@ -239,6 +254,7 @@ struct DaemonCommands {
 
     /// Counted, and published as an `evicted` event, by the disk tier's ledger.
     private func evict() throws(ControlError) -> JSONValue {
+        try requirePrivilege(for: "evict")
         var keys: [CacheKey] = []
         for text in try request.strings("urls") {
             guard let url = try? ImageURL(text) else { throw .invalidArgument(field: "urls", reason: "\(text) is not an http(s) URL") }
@@ -263,6 +279,7 @@ struct DaemonCommands {
             services.pressure.purge()
             return ["purged_bytes": JSONValue(held)]
         default:
+            try requirePrivilege(for: "purge of the disk tier")
             logChange("purge: disk tier")
             services.memory.purge()
             let pass = await services.maintainer.purgeAll()
@@ -273,6 +290,7 @@ struct DaemonCommands {
     /// Verifies every disk entry (size and SHA-256) while the daemon runs, on a thread of its
     /// own (it reads the whole cache); bad entries are dropped and fetched again when asked for.
     private func fsck() async throws(ControlError) -> JSONValue {
+        try requirePrivilege(for: "fsck")
         guard services.checking.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             throw .other(code: "busy", message: "a cache check is already running; try again when it has finished")
         }
@@ -310,9 +328,24 @@ struct DaemonCommands {
 
     private func cancel() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
-            guard let pending = await services.spool.cancel(list: name) else { throw .notFound("no list in progress is named \(name)") }
-            logChange("cancel: list \(name)")
-            return ["cancelled": JSONValue(pending)]
+            // Its own list anyone may cancel; another user's only the privileged.
+            let authority = authority, peer = request.peer
+            let outcome = await services.spool.cancel(list: name) { owner in
+                (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer)
+            }
+            switch outcome {
+            case .cancelled(let pending):
+                logChange("cancel: list \(name)")
+                return ["cancelled": JSONValue(pending)]
+            case .notFound:
+                throw .notFound("no list in progress is named \(name)")
+            case .forbidden(let owner):
+                services.log("refused cancel of list \(name): forbidden (by \(peer))", level: .notice)
+                let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
+                throw .forbidden(
+                    "list \(name) was dropped by \(whose); cancelling another user's list is allowed only to "
+                        + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+            }
         }
         let url = try url()
         services.downloader.cancel(url: url)
@@ -347,6 +380,7 @@ struct DaemonCommands {
             logChange("retry: \(url.normalized)")
             return ["requeued": 1]
         }
+        try requirePrivilege(for: "retry of every remembered failure (no url, no list)")
         let remembered = await services.downloader.rememberedFailures()
         services.downloader.forgetFailures()
         let urls = remembered.compactMap { try? ImageURL($0.url) }

@@ -2,8 +2,8 @@ import ImgdNetwork
 
 extension DaemonConfig {
     /// Every setting, in the order `--help` lists them, each with whether a reload may change
-    /// it: limits, caps, timeouts and the CA file apply at once; folders, the socket, the
-    /// connection limit, the pressure threshold, the proxy and the denied ranges need a restart.
+    /// it: limits, caps, timeouts, the CA file and the admin group apply at once; folders, the
+    /// socket, the connection limits, the pressure threshold, the proxy and the denied ranges need a restart.
     static let settings: [DaemonSetting] = [
         .path("spool", \.spool, reloadable: false),
         .path("cache", \.cache, reloadable: false),
@@ -35,6 +35,13 @@ extension DaemonConfig {
         },
         .boolean("deny-defaults", \.denyDefaults, reloadable: false),
         .integer("max-connections", \.maxConnections, 1...100_000, reloadable: false),
+        // The socket's fairness and who may run destructive commands (issue 15 §2). The group is
+        // looked up by name at each load, so a reload also takes a changed gid.
+        .integer("max-connections-per-peer", \.maxConnectionsPerPeer, 1...100_000, reloadable: false),
+        DaemonSetting("admin-group", \.adminGroup, reloadable: true, show: { $0?.name ?? "" }) { value throws(SettingError) in
+            let name = try value.text()
+            return name.isEmpty ? nil : try AdminGroup(resolving: name)
+        },
         DaemonSetting("pressure-threshold", \.pressureThreshold, reloadable: false, show: { "\($0)" }) { value throws(SettingError) in
             let number: Double? = switch value {
             case .integer(let value): Double(value)

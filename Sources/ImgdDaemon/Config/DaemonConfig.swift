@@ -39,6 +39,12 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Whether ``AddressPolicy/default``'s ranges are refused (default true).
     public var denyDefaults = true
     public var maxConnections = 256
+    // The socket's fairness and who may run destructive commands (issue 15 §2).
+    /// Connections one uid may have open at once (``ControlLimits/maxConnectionsPerPeer``).
+    public var maxConnectionsPerPeer = ControlLimits().maxConnectionsPerPeer
+    /// The group whose members may run the destructive commands besides root and imgd's own
+    /// user (``CommandAuthority``); none by default.
+    public var adminGroup: AdminGroup?
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
     public var pressureThreshold = 10.0
 
@@ -78,6 +84,11 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.addresses = AddressPolicy(
             deniedRanges: (denyDefaults ? AddressPolicy.default.deniedRanges : []) + deny.compactMap(IPRange.init))
         return policy
+    }
+
+    /// The control socket's limits these settings describe.
+    public var controlLimits: ControlLimits {
+        ControlLimits(maxConnections: maxConnections, maxConnectionsPerPeer: maxConnectionsPerPeer)
     }
 
     /// The cache's upkeep these settings describe.

@@ -14,6 +14,15 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     case tooManyRequests(limit: Int)
     /// `busy`: more connections than the limit; sent once, then the connection is closed.
     case busy(limit: Int)
+    /// `busy`: the peer's user has `limit` connections open already (the per-peer cap); sent
+    /// once, then the connection is closed.
+    case busyPerPeer(uid: UInt32, limit: Int)
+    /// `busy`: the peer's user has connections open and only the `reserved` connections kept
+    /// for users with none are left of `limit`; sent once, then the connection is closed.
+    case busyReserved(limit: Int, reserved: Int)
+    /// `forbidden`: the command is one only root, imgd's own user and members of
+    /// `admin-group` may run (`needed` says which, and why the peer is not one of them).
+    case forbidden(String)
     /// `shutting_down`: the daemon is stopping.
     case shuttingDown
     /// `not_found`: the thing named does not exist (a list, a cache entry with `fetch: false`).
@@ -29,7 +38,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownCommand: return "unknown_command"
         case .invalidArgument: return "invalid_argument"
         case .tooManyRequests: return "too_many_requests"
-        case .busy: return "busy"
+        case .busy, .busyPerPeer, .busyReserved: return "busy"
+        case .forbidden: return "forbidden"
         case .shuttingDown: return "shutting_down"
         case .notFound: return "not_found"
         case .other(let code, _): return code
@@ -51,6 +61,14 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return "more than \(limit) requests waiting for their replies; this one was not run"
         case .busy(let limit):
             return "too many connections (\(limit)); try again later"
+        case .busyPerPeer(let uid, let limit):
+            return "uid \(uid) already has \(limit) connections open, the most one user may have "
+                + "(max-connections-per-peer); close one or try again later"
+        case .busyReserved(let limit, let reserved):
+            return "too many connections: the last \(reserved) of \(limit) are kept for users with no connection open, "
+                + "and yours has one; close one or try again later"
+        case .forbidden(let reason):
+            return reason
         case .shuttingDown:
             return "imgd is shutting down"
         case .notFound(let what):

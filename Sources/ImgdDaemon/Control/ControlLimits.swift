@@ -2,6 +2,10 @@
 public struct ControlLimits: Sendable, Hashable {
     /// Connections open at once: 256 by default. The next one gets one `busy` line and is closed.
     public var maxConnections: Int
+    /// Connections one peer (one uid, from `SO_PEERCRED`; root and the daemon's own user
+    /// included) may have open at once: 32 by default. Its next one gets one `busy` line naming
+    /// this limit and is closed; other users are not affected.
+    public var maxConnectionsPerPeer: Int
     /// Bytes in one line, excluding its `\n` (and a `\r` before it): 1 MiB (1,048,576) by default.
     /// A longer line is answered with `line_too_long` and the connection is closed; no more than
     /// this plus one read is ever buffered.
@@ -25,6 +29,7 @@ public struct ControlLimits: Sendable, Hashable {
 
     public init(
         maxConnections: Int = 256,
+        maxConnectionsPerPeer: Int = 32,
         maxLineBytes: Int = 1_048_576,
         maxPendingRequests: Int = 64,
         maxQueuedOutputBytes: Int = 4 * 1_048_576,
@@ -32,9 +37,10 @@ public struct ControlLimits: Sendable, Hashable {
         idleTimeout: Duration = .seconds(600),
         shutdownGracePeriod: Duration = .seconds(5)
     ) {
-        precondition(maxConnections > 0 && maxLineBytes > 0 && maxPendingRequests > 0)
+        precondition(maxConnections > 0 && maxConnectionsPerPeer > 0 && maxLineBytes > 0 && maxPendingRequests > 0)
         precondition(maxQueuedOutputBytes > 0 && maxQueuedEvents > 0)
         self.maxConnections = maxConnections
+        self.maxConnectionsPerPeer = maxConnectionsPerPeer
         self.maxLineBytes = maxLineBytes
         self.maxPendingRequests = maxPendingRequests
         self.maxQueuedOutputBytes = maxQueuedOutputBytes
@@ -42,4 +48,11 @@ public struct ControlLimits: Sendable, Hashable {
         self.idleTimeout = idleTimeout
         self.shutdownGracePeriod = shutdownGracePeriod
     }
+
+    /// The last connections of ``maxConnections`` that only a peer with no connection open may
+    /// take: an eighth of it, at least 1 (32 of 256 by default). So peers that already have
+    /// connections fill at most `maxConnections - reservedConnections` (224 by default: 7 peers
+    /// at the per-peer cap), and a peer with none open gets one while the total is under
+    /// ``maxConnections``, however many connections the others hold.
+    public var reservedConnections: Int { max(1, maxConnections / 8) }
 }

@@ -46,12 +46,15 @@ public actor ControlServer {
         self.limits = limits
         self.settings = ControlConnectionSettings(
             limits: limits, handler: handler, events: events, log: log, metrics: ControlMetrics())
-        self.registry = ControlConnectionRegistry(maxConnections: limits.maxConnections)
+        self.registry = ControlConnectionRegistry(limits: limits)
         self.group = group
     }
 
     /// Connections open now (refused ones not counted).
     public nonisolated var connectionCount: Int { registry.count }
+
+    /// Connections the peer `uid` has open now.
+    public nonisolated func connectionCount(of uid: UInt32) -> Int { registry.count(of: uid) }
 
     /// High-water marks of the server's buffers, for tests.
     nonisolated var metrics: ControlMetrics.Snapshot { settings.metrics.snapshot }
@@ -161,15 +164,15 @@ public actor ControlServer {
     ) -> EventLoopFuture<Void> {
         ControlPeerCredentials.read(from: channel).flatMapThrowing { peer in
             let pipeline = channel.pipeline.syncOperations
-            switch registry.admit(channel) {
+            switch registry.admit(channel, peer: peer) {
             case .admitted:
                 let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics)
                 try pipeline.addHandler(ByteToMessageHandler(decoder))
                 try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer))
-            case .busy:
+            case .busy(let error):
                 settings.metrics.increment(\.busyRefusals)
-                settings.log("control: refused a connection from \(peer): \(registry.maxConnections) connections are open (busy)")
-                try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.busy(limit: registry.maxConnections))))
+                settings.log("control: refused a connection from \(peer): \(error.message) (busy)")
+                try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(error)))
             case .stopping:
                 try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.shuttingDown)))
             }

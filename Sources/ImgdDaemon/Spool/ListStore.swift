@@ -41,6 +41,9 @@ public struct ListRecord: Sendable, Equatable {
     /// Its file's name in `done/` or `failed/` once finished (the dropped name, or `NAME.N.ext`
     /// when that was taken there).
     public var finishedFile: String? = nil
+    /// The uid that owned its file when it was claimed: that user may `cancel` it. Nil for
+    /// lists claimed before this was recorded (only the privileged may cancel those).
+    public var owner: UInt32? = nil
 }
 
 /// How one URL of a list ended.
@@ -86,7 +89,8 @@ public final class ListStore: Sendable {
             bytes INTEGER NOT NULL DEFAULT 0,
             claimed_at INTEGER NOT NULL,
             finished_at INTEGER,
-            finished_file TEXT
+            finished_file TEXT,
+            owner INTEGER
         );
         CREATE TABLE IF NOT EXISTS list_urls (
             list_id INTEGER NOT NULL,
@@ -119,6 +123,10 @@ public final class ListStore: Sendable {
         if (try? connection.statement("SELECT finished_file FROM lists LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE lists ADD COLUMN finished_file TEXT")
         }
+        // And before `owner` (NULL: unknown, so only root, imgd and admin-group may cancel them).
+        if (try? connection.statement("SELECT owner FROM lists LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE lists ADD COLUMN owner INTEGER")
+        }
         self.connection = Mutex(connection)
     }
 
@@ -126,7 +134,8 @@ public final class ListStore: Sendable {
 
     /// Starts claiming a list: its row, in state `claiming`, named `name` (with `~N` added when
     /// a list in progress has that name). Its file's name in `.claimed/` is `<id>.<file name>`.
-    public func beginClaim(fileName: String, format: String, pinMilliseconds: Int?, at time: Int)
+    /// `owner` is the uid that owns the file (it may cancel the list).
+    public func beginClaim(fileName: String, format: String, pinMilliseconds: Int?, at time: Int, owner: UInt32? = nil)
         throws(SQLiteError) -> ListRecord
     {
         let id: Int = try connection.withLock { connection throws(SQLiteError) in
@@ -144,14 +153,15 @@ public final class ListStore: Sendable {
                 }
                 taken.reset()
                 let statement = try connection.statement("""
-                    INSERT INTO lists (name, claimed_file, format, state, pin_ms, claimed_at)
-                    VALUES (?1, '', ?2, 'claiming', ?3, ?4) RETURNING id
+                    INSERT INTO lists (name, claimed_file, format, state, pin_ms, claimed_at, owner)
+                    VALUES (?1, '', ?2, 'claiming', ?3, ?4, ?5) RETURNING id
                     """)
                 defer { statement.reset() }
                 statement.bind(1, name)
                 statement.bind(2, format)
                 statement.bind(3, pinMilliseconds)
                 statement.bind(4, time)
+                statement.bind(5, owner.map { Int($0) })
                 _ = try statement.step()
                 let id = statement.int(0)
                 statement.reset()
@@ -382,7 +392,7 @@ public final class ListStore: Sendable {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
                 SELECT id, name, claimed_file, format, state, pin_ms, total, pending, cached, already_cached, failed,
-                    bytes, claimed_at, finished_at, finished_file FROM lists
+                    bytes, claimed_at, finished_at, finished_file, owner FROM lists
                 WHERE state IN ('claiming', 'active') OR id IN (
                     SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT ?1)
                 ORDER BY id DESC
@@ -397,9 +407,20 @@ public final class ListStore: Sendable {
                     pinMilliseconds: statement.optionalInt(5), total: statement.int(6), pending: statement.int(7),
                     cached: statement.int(8), alreadyCached: statement.int(9), failed: statement.int(10),
                     bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13),
-                    finishedFile: statement.string(14)))
+                    finishedFile: statement.string(14), owner: statement.optionalInt(15).flatMap { UInt32(exactly: $0) }))
             }
             return found
+        }
+    }
+
+    /// The uid that owned `list`'s file when it was claimed; nil when not recorded (or no such list).
+    public func owner(ofList list: Int) throws(SQLiteError) -> UInt32? {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("SELECT owner FROM lists WHERE id = ?1")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            guard try statement.step() else { return nil }
+            return statement.optionalInt(0).flatMap { UInt32(exactly: $0) }
         }
     }
 

@@ -118,18 +118,22 @@ public final class SpoolService: @unchecked Sendable {
 
     // MARK: - Commands
 
-    /// Cancels the list in progress named `name`. Returns how many URLs were still pending, or
-    /// nil when no list in progress has that name.
-    public func cancel(list name: String) async -> Int? {
+    /// Cancels the list in progress named `name` if `mayCancel` allows it for the uid that owned
+    /// the list's file (nil: not recorded).
+    public func cancel(list name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool = { _ in true }) async
+        -> ListCancellation
+    {
         await onQueue { [self] in
-            guard let id = runs.values.first(where: { $0.name == name })?.id else { return nil }
+            guard let id = runs.values.first(where: { $0.name == name })?.id else { return .notFound }
+            let owner = try? store.owner(ofList: id)
+            guard mayCancel(owner) else { return .forbidden(owner: owner) }
             runs[id]!.cancelled = true
             runs[id]!.exhausted = true
             flush()
             let pending = (try? store.failPending(list: id, code: "cancelled", message: "the list was cancelled")) ?? 0
             downloader.cancel(submitter: runs[id]!.submitter)
             finishIfDone(id)
-            return pending
+            return .cancelled(pending: pending)
         }
     }
 
@@ -247,7 +251,8 @@ public final class SpoolService: @unchecked Sendable {
         let record: ListRecord
         do {
             record = try store.beginClaim(
-                fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds())
+                fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds(),
+                owner: info.st_uid)
         } catch {
             log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
             return
