@@ -72,6 +72,9 @@ final class DaemonServices: Sendable {
         case .path(let path): path
         case .inheritedDescriptor(let descriptor): "fd \(descriptor) passed by systemd (socket activation)"
         }
+        // Before anything is opened: a max-connections the descriptor limit cannot serve is
+        // refused now, not met as EMFILE on accept() (or a download, or a database) later.
+        try DescriptorBudget(config: config).check(limit: DescriptorBudget.raiseLimit())
         log("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)")
         // Before the lists are read: a second imgd on this state folder would resume the first
         // one's lists and claim from its spool.
@@ -212,6 +215,13 @@ final class DaemonServices: Sendable {
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
+        // A raised max-parallel may need more descriptors than the start checked for.
+        let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
+        if budget.needed > limit {
+            log("max-parallel \(applied.maxParallel) with max-connections \(applied.maxConnections) needs \(budget.needed) file "
+                + "descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with "
+                + "\"too many open files\"; lower max-parallel or raise the limit", level: .warning)
+        }
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it
