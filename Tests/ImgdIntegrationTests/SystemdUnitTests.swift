@@ -199,6 +199,7 @@ struct Directive: Sendable, CustomTestStringConvertible {
         .service("ReadWritePaths", "/var/spool/imgd"),
         .service("MemoryHigh", "384M"),
         .service("MemoryMax", "512M"),
+        .service("LimitNOFILE", "16384"),
         // The sandbox.
         .service("ProtectSystem", "strict"),
         .service("ProtectHome", "yes"),
@@ -206,7 +207,9 @@ struct Directive: Sendable, CustomTestStringConvertible {
         .service("PrivateDevices", "yes"),
         .service("DevicePolicy", "closed"),
         .service("PrivateMounts", "yes"),
-        .service("PrivateUsers", "yes"),
+        // Not PrivateUsers=: peers and list owners must show with their real uids (issue 15).
+        .service("PrivateUsers"),
+        .service("PrivateIPC", "yes"),
         .service("NoNewPrivileges", "yes"),
         .service("CapabilityBoundingSet", ""),
         .service("AmbientCapabilities", ""),
