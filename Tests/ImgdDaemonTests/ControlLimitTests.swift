@@ -106,7 +106,10 @@ struct ControlLimitTests {
     func thousandConnections() async throws {
         raiseOpenFileLimit()
         let folder = try ControlTestFolder()
-        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(maxConnections: 1000))
+        // All from this process's uid: no per-uid cap or reserve in the way (ControlFairnessTests
+        // and the daemon's SocketFairnessTests cover those).
+        let fixture = try await ControlTestServer.start(
+            at: folder.socketPath, limits: ControlLimits(maxConnections: 1000, maxConnectionsPerPeer: 1000, reservedConnections: 0))
         let clients = try await withThrowingTaskGroup(of: ControlTestClient.self) { group in
             for _ in 0..<1000 {
                 group.addTask { try await fixture.connect() }
@@ -132,11 +135,14 @@ struct ControlLimitTests {
         await fixture.stop()
     }
 
-    @Test("with the default limit of 256, the 257th connection gets busy and is closed")
+    @Test("with the default total limit of 256, the 257th connection gets busy and is closed")
     func busy() async throws {
         raiseOpenFileLimit()
         let folder = try ControlTestFolder()
-        let fixture = try await ControlTestServer.start(at: folder.socketPath)
+        // All from this process's uid: the per-uid cap and the reserve are lifted, the total stays the default.
+        let limits = ControlLimits(maxConnectionsPerPeer: 256, reservedConnections: 0)
+        #expect(limits.maxConnections == 256)
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: limits)
         var clients: [ControlTestClient] = []
         for index in 0..<256 {
             let client = try await fixture.connect()

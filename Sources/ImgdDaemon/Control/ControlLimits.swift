@@ -6,6 +6,13 @@ public struct ControlLimits: Sendable, Hashable {
     /// included) may have open at once: 32 by default. Its next one gets one `busy` line naming
     /// this limit and is closed; other users are not affected.
     public var maxConnectionsPerPeer: Int
+    /// The last connections of ``maxConnections`` that only a peer with no connection open may
+    /// take: an eighth of it, at least 1, by default (32 of 256). So peers that already have
+    /// connections fill at most `maxConnections - reservedConnections` (224 by default: 7 peers
+    /// at the per-peer cap), and a peer with none open gets one while the total is under
+    /// ``maxConnections``, however many connections the others hold. Not a setting: derived from
+    /// `max-connections`; tests of the total alone set it to 0.
+    public var reservedConnections: Int
     /// Bytes in one line, excluding its `\n` (and a `\r` before it): 1 MiB (1,048,576) by default.
     /// A longer line is answered with `line_too_long` and the connection is closed; no more than
     /// this plus one read is ever buffered.
@@ -30,6 +37,7 @@ public struct ControlLimits: Sendable, Hashable {
     public init(
         maxConnections: Int = 256,
         maxConnectionsPerPeer: Int = 32,
+        reservedConnections: Int? = nil,
         maxLineBytes: Int = 1_048_576,
         maxPendingRequests: Int = 64,
         maxQueuedOutputBytes: Int = 4 * 1_048_576,
@@ -41,6 +49,8 @@ public struct ControlLimits: Sendable, Hashable {
         precondition(maxQueuedOutputBytes > 0 && maxQueuedEvents > 0)
         self.maxConnections = maxConnections
         self.maxConnectionsPerPeer = maxConnectionsPerPeer
+        self.reservedConnections = reservedConnections ?? max(1, maxConnections / 8)
+        precondition(self.reservedConnections >= 0 && self.reservedConnections <= maxConnections)
         self.maxLineBytes = maxLineBytes
         self.maxPendingRequests = maxPendingRequests
         self.maxQueuedOutputBytes = maxQueuedOutputBytes
@@ -49,10 +59,4 @@ public struct ControlLimits: Sendable, Hashable {
         self.shutdownGracePeriod = shutdownGracePeriod
     }
 
-    /// The last connections of ``maxConnections`` that only a peer with no connection open may
-    /// take: an eighth of it, at least 1 (32 of 256 by default). So peers that already have
-    /// connections fill at most `maxConnections - reservedConnections` (224 by default: 7 peers
-    /// at the per-peer cap), and a peer with none open gets one while the total is under
-    /// ``maxConnections``, however many connections the others hold.
-    public var reservedConnections: Int { max(1, maxConnections / 8) }
 }
