@@ -340,7 +340,8 @@ struct DaemonCommands {
             case .notFound:
                 throw .notFound("no list in progress is named \(name)")
             case .forbidden(let owner):
-                services.log("refused cancel of list \(name): forbidden (by \(peer))", level: .notice)
+                // Escaped: a list's name is whatever its dropper chose (the reply carries it as given).
+                services.log("refused cancel of list \(EchoedText.escape(name)): forbidden (by \(peer))", level: .notice)
                 let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
                 throw .forbidden(
                     "list \(name) was dropped by \(whose); cancelling another user's list is allowed only to "
