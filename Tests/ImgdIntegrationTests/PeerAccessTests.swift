@@ -55,6 +55,22 @@ struct PeerAccessTests {
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
     }
 
+    @Test("the daemon's own user: a daemon running as uid 65534 lets uid 65534 (no admin-group) run fsck and purge --disk")
+    func daemonsOwnUser() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try #require(chown(scratch.path, OtherUser.uid, OtherUser.gid) == 0)
+        let socket = scratch.path + "/imgd.sock"
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--socket", socket], socket: socket,
+            launcher: [OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.gid)", "--clear-groups", "--"])
+        for command in [["fsck"], ["purge", "--disk"]] {
+            let run = try await OtherUser.plain.imgctl(command, socket: socket)
+            #expect(run.status == 0, "\(command): exit \(run.status): \(run.stderr)")
+        }
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+    }
+
     @Test("purge --memory, get, status, lists, stats: open to a plain member")
     func openCommands() async throws {
         let server = try await TestHTTPServer.start()
