@@ -36,6 +36,7 @@ public final class SpoolService: @unchecked Sendable {
 
     private let folders: SpoolFolders
     private let reports: ListReportWriter
+    private let pruner: ListPruner
     /// Set once, at the end of `init` (its callback needs `self`).
     private var claimer: ListClaimer!
     private let store: ListStore
@@ -75,19 +76,20 @@ public final class SpoolService: @unchecked Sendable {
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
     public init(
-        path: String, store: ListStore, downloader: Downloader, disk: DiskCache, log: DaemonLog,
-        onEvent: @escaping @Sendable (SpoolEvent) -> Void
+        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
+        log: DaemonLog, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
         folders = try SpoolFolders(path: path)
-        reports = ListReportWriter(folders: folders, log: log)
+        reports = ListReportWriter(folders: folders, store: store, log: log)
+        pruner = ListPruner(store: store, log: log)
         self.store = store
         self.downloader = downloader
         self.disk = disk
         self.log = log
         self.onEvent = onEvent
         claimer = ListClaimer(
-            folders: folders, store: store, reports: reports, log: log, onEvent: onEvent,
-            onClaimed: { [unowned self] record in queue.async { self.claimed(record) } })
+            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, log: log, onEvent: onEvent,
+            onClaimed: { [unowned self] record, cancelled in queue.async { self.claimed(record, cancelled: cancelled) } })
     }
 
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
@@ -100,6 +102,8 @@ public final class SpoolService: @unchecked Sendable {
             resume()
             self.watcher = watcher
         }
+        // What the last run left to prune (abandoned claims included), off the start path.
+        pruner.schedule()
         try watcher.start()
     }
 
@@ -113,6 +117,7 @@ public final class SpoolService: @unchecked Sendable {
         }
         watcher?.stop()
         claimer.stop()
+        pruner.stop()
         queue.sync { flush() }
     }
 
@@ -123,9 +128,22 @@ public final class SpoolService: @unchecked Sendable {
 
     // MARK: - Commands
 
-    /// Cancels the list in progress named `name`. Returns how many URLs were still pending, or
-    /// nil when no list in progress has that name.
+    /// Applies new limits (a reload) to the claims that start after this.
+    public func update(limits: SpoolLimits) {
+        claimer.update(limits: limits)
+    }
+
+    /// Cancels the list in progress named `name`: one being warmed, or one still being claimed
+    /// (its claim stops; what was read is failed as cancelled). Returns how many URLs were still
+    /// pending, or nil when no list in progress has that name.
     public func cancel(list name: String) async -> Int? {
+        if let pending = await cancelRun(named: name) { return pending }
+        if let pending = await claimer.cancel(named: name) { return pending }
+        // Claimed between the two looks: the claimer hands a list over before it forgets it.
+        return await cancelRun(named: name)
+    }
+
+    private func cancelRun(named name: String) async -> Int? {
         await onQueue { [self] in
             guard let id = runs.values.first(where: { $0.name == name })?.id else { return nil }
             runs[id]!.cancelled = true
@@ -222,18 +240,20 @@ public final class SpoolService: @unchecked Sendable {
         pump()
     }
 
-    /// On the queue: a list the claimer has moved to `.claimed/` starts warming.
-    private func claimed(_ record: ListRecord) {
+    /// On the queue: a list the claimer has moved to `.claimed/` starts warming, or, when it was
+    /// cancelled while being claimed, finishes at once.
+    private func claimed(_ record: ListRecord, cancelled: Bool) {
         guard !stopping else { return }  // active in the database: it resumes at the next start
-        startRun(record)
+        startRun(record, cancelled: cancelled)
         pump()
     }
 
     // MARK: - Warming
 
-    private func startRun(_ record: ListRecord) {
+    private func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
-            id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds)
+            id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
+            exhausted: cancelled, cancelled: cancelled)
         finishIfDone(record.id)
     }
 
@@ -351,36 +371,12 @@ public final class SpoolService: @unchecked Sendable {
         record.finishedAt = WallClock.nowMilliseconds()
         let destination = record.state == .done ? folders.done : folders.failed
         let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: record.name) ?? record.name
-        reports.write(report(for: record), as: moved, in: destination)
+        reports.writeReport(for: record, as: moved, in: destination)
         try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
+        // Lists beyond the kept ones leave the database, off this queue.
+        pruner.schedule()
         runs[id] = nil
         log("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))
-    }
-
-    private func report(for record: ListRecord) -> [String: Any] {
-        let failures = (try? store.failures(list: record.id, limit: Self.reportedFailures)) ?? []
-        var report: [String: Any] = [
-            "name": record.name, "state": record.state.rawValue, "total": record.total, "cached": record.cached,
-            "already_cached": record.alreadyCached, "failed": record.failed,
-            "failed_by_code": (try? store.failureCounts(list: record.id)) ?? [:], "bytes": record.bytes,
-            "claimed_at": Self.rfc3339(record.claimedAt), "finished_at": Self.rfc3339(record.finishedAt ?? record.claimedAt),
-            "duration_s": Double((record.finishedAt ?? record.claimedAt) - record.claimedAt) / 1000,
-            "failures": failures.map { ["line": $0.line, "url": $0.url, "code": $0.code, "message": $0.message] },
-        ]
-        if record.failed > failures.count { report["failures_truncated"] = record.failed - failures.count }
-        return report
-    }
-
-    /// Failures listed one by one in a report, at most (all are counted in `failed_by_code`).
-    static let reportedFailures = 10_000
-
-    private static func rfc3339(_ milliseconds: Int) -> String {
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let length = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S", &parts)
-        return String(decoding: buffer[..<length], as: UTF8.self) + String(format: ".%03dZ", milliseconds % 1000)
     }
 }
