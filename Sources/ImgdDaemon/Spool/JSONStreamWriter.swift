@@ -1,3 +1,5 @@
+import ImgdCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,21 +36,12 @@ struct JSONStreamWriter: ~Copyable {
     }
 
     /// `text` as a JSON string. With `limit`, only its first `limit` bytes (cut at a character
-    /// boundary) are written, followed by `…[N more bytes]` (``EchoedText``'s marker).
+    /// boundary, ``EchoedText/cut(_:limit:)``) are written, followed by `…[N more bytes]`.
     mutating func string(_ text: String, limit: Int? = nil) {
-        var text = text
-        text.withUTF8 { bytes in
-            var end = bytes.count
-            if let limit, bytes.count > limit {
-                end = limit
-                // Back to the start of a character: never half a UTF-8 sequence.
-                while end > 0, bytes[end] & 0xC0 == 0x80 { end -= 1 }
-            }
-            append(UInt8(ascii: "\""))
-            escape(UnsafeBufferPointer(rebasing: bytes[..<end]))
-            if end < bytes.count { raw("…[\(bytes.count - end) more bytes]") }
-            append(UInt8(ascii: "\""))
-        }
+        var text = limit.map { EchoedText.cut(text, limit: $0) } ?? text
+        append(UInt8(ascii: "\""))
+        text.withUTF8 { escape($0) }
+        append(UInt8(ascii: "\""))
     }
 
     /// Writes what is buffered.

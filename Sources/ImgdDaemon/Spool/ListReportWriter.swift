@@ -1,3 +1,5 @@
+import ImgdCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,13 +10,14 @@ import Glibc
 ///   (``JSONStreamWriter``), and the failures are read from the database a page at a time, so a
 ///   report of 10,000 failures holds one page, not the whole document.
 /// - **Echoed text is cut**: every text that came from a list or a server (its name, a URL, a
-///   line, a message) is cut after ``echoLimit`` bytes with a marker `…[N more bytes]` (the
-///   marker ``EchoedText`` uses in logs). It is not log-escaped: the report is JSON and carries
-///   the text itself, which JSON escapes (controls as `\n`, `\u001b`, …).
+///   line, a message) is cut after ``echoLimit`` bytes with a marker `…[N more bytes]`
+///   (``EchoedText/cut(_:limit:)``). It is not log-escaped (``EchoedText/escape(_:limit:)``
+///   would put `\\n` where the text has a newline): the report is JSON and carries the text
+///   itself, which JSON escapes (controls as `\n`, `\u001b`, …).
 /// - **Never half-written**: under a temporary name first, synced, then renamed.
 struct ListReportWriter: Sendable {
-    /// Bytes of any one echoed text kept in a report: 512.
-    static let echoLimit = 512
+    /// Bytes of any one echoed text kept in a report: 512 (``EchoedText/defaultLimit``).
+    static let echoLimit = EchoedText.defaultLimit
     /// Failures listed one by one in a report, at most (all are counted in `failed_by_code`).
     static let reportedFailures = 10_000
     /// Failures read from the database at a time.
