@@ -63,6 +63,7 @@ final class ListPruner: Sendable {
                 convert()
             }
             while !isStopping, try store.reclaimSpace(pages: Self.batchPages) { pause() }
+            if batches > 0 || retired > 0 { try store.checkpoint() }
         } catch {
             log("cannot prune finished lists from the state database (will try after the next list): \(error)", level: .warning)
         }

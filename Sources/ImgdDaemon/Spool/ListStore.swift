@@ -313,6 +313,14 @@ public final class ListStore: Sendable {
         }
     }
 
+    /// Writes the WAL back into the database and empties it: after a pass of pruning, so the
+    /// deletes do not stay in the WAL until the next automatic checkpoint.
+    public func checkpoint() throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+
     /// Bytes the database holds, in pages in use and free pages (the main file; not its WAL).
     public func size() throws(SQLiteError) -> (used: Int, free: Int) {
         try connection.withLock { connection throws(SQLiteError) in
@@ -331,7 +339,8 @@ public final class ListStore: Sendable {
     /// runs. Call it once no retired list has rows left, so what is copied is what is kept.
     public func convertToIncrementalVacuum() throws(SQLiteError) {
         try connection.withLock { connection throws(SQLiteError) in
-            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            // The WAL then holds a copy of every page: cut it back at once.
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
             incremental.store(try Self.autoVacuumIsIncremental(connection), ordering: .relaxed)
         }
     }
