@@ -20,8 +20,10 @@ import Glibc
 ///   database in list order; each list is its own submitter, so lists take turns (a huge list
 ///   cannot starve a small one) and on-demand `get`s go before all of them. Outcomes are written
 ///   back in batches (every 100 ms or 1,000 outcomes).
-/// - **Finishing**: when no URL is pending, the list's report (`NAME.report.json`) is written
-///   and the file moved to `done/` (all cached) or `failed/` (any failure or cancelled).
+/// - **Finishing**: when no URL is pending, the list's report (`NAME.report.json`,
+///   ``ListReportWriter``, written as a stream) is written and the file moved to `done/` (all
+///   cached) or `failed/` (any failure or cancelled). Then ``ListPruner``, on its own queue,
+///   drops the lists beyond the last 100 finished from the database.
 ///
 /// `@unchecked Sendable`: every mutable property is touched only on `queue`, a serial queue
 /// (the service's own thread of control); the downloader's answers hop onto it in batches
