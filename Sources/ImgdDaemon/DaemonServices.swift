@@ -137,7 +137,7 @@ final class DaemonServices: Sendable {
         let spool: SpoolService
         do {
             spool = try SpoolService(
-                path: config.spool, store: store, downloader: downloader, disk: disk, log: log,
+                path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, log: log,
                 onEvent: { DaemonServices.publish($0, to: events, counting: counters) })
         } catch {
             throw DaemonStartError(description: "\(error)")
@@ -222,6 +222,7 @@ final class DaemonServices: Sendable {
                 + "descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with "
                 + "\"too many open files\"; lower max-parallel or raise the limit", level: .warning)
         }
+        spool.update(limits: applied.spoolLimits)
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it

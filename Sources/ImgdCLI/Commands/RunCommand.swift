@@ -56,6 +56,10 @@ struct RunCommand: AsyncParsableCommand {
     var adminGroup: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
+    // Spool claims (issue 15 §3):
+    @Option(help: "A list file larger than this when claimed is refused unread (default 1GiB).") var maxListBytes: String?
+    @Option(help: "Entries read from one list, at most; the rest is a bad_list failure (default 10000000).")
+    var maxListLines: String?
 
     func run() async throws {
         var flags: [(key: String, value: String)] = []
@@ -68,6 +72,7 @@ struct RunCommand: AsyncParsableCommand {
             ("max-connections", maxConnections),
             ("max-connections-per-peer", maxConnectionsPerPeer), ("admin-group", adminGroup),
             ("pressure-threshold", pressureThreshold),
+            ("max-list-bytes", maxListBytes), ("max-list-lines", maxListLines),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }
         var environment: [String: String] = [:]

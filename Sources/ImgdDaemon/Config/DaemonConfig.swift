@@ -47,6 +47,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var adminGroup: AdminGroup?
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
     public var pressureThreshold = 10.0
+    // Spool claims (issue 15 §3: lists that cannot be abused), see ``SpoolLimits``:
+    /// A list file larger than this when claimed is refused unread.
+    public var maxListBytes = SpoolLimits().maxListBytes
+    /// Entries read from one list, at most.
+    public var maxListLines = SpoolLimits().maxListLines
 
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.
@@ -89,6 +94,14 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The control socket's limits these settings describe.
     public var controlLimits: ControlLimits {
         ControlLimits(maxConnections: maxConnections, maxConnectionsPerPeer: maxConnectionsPerPeer)
+    }
+
+    /// The spool's caps these settings describe.
+    public var spoolLimits: SpoolLimits {
+        var limits = SpoolLimits()
+        limits.maxListBytes = maxListBytes
+        limits.maxListLines = maxListLines
+        return limits
     }
 
     /// The cache's upkeep these settings describe.

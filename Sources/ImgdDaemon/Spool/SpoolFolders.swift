@@ -6,7 +6,11 @@ import Glibc
 
 /// The spool's folders: where lists are dropped, and `.claimed/`, `done/` and `failed/` inside it,
 /// each held open so files move between them by `renameat` relative to descriptors.
-struct SpoolFolders: ~Copyable {
+///
+/// A class, shared by the spool's owners (``SpoolService`` warms and finishes lists,
+/// ``ListClaimer`` claims them, on their own queues): its descriptors never change once open,
+/// and every operation on them is a single system call.
+final class SpoolFolders: Sendable {
     let path: String
     let spool: Int32
     let claimed: Int32
