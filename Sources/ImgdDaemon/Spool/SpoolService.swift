@@ -88,7 +88,7 @@ public final class SpoolService: @unchecked Sendable {
 
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
     public func start() throws(SpoolError) {
-        let watcher = SpoolWatcher(folder: folders.path) { [self] name in queue.async { self.claim(name) } }
+        let watcher = SpoolWatcher(folder: folders.path) { [self] name in queue.async { self.claim(name.display) } }
         queue.sync {
             resume()
             self.watcher = watcher
@@ -218,7 +218,7 @@ public final class SpoolService: @unchecked Sendable {
     }
 
     private func claim(_ name: String) {
-        guard !stopping, !stopRequested.load(ordering: .relaxed), !SpoolWatcher.isIgnored(name) else { return }
+        guard !stopping, !stopRequested.load(ordering: .relaxed), !SpoolEntryName(name).isIgnored else { return }
         let fd = openat(folders.spool, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             switch errno {
