@@ -78,7 +78,7 @@ public final class SpoolService: @unchecked Sendable {
         path: String, store: ListStore, downloader: Downloader, disk: DiskCache, log: DaemonLog,
         onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
-        folders = try SpoolFolders(path: path)
+        folders = try SpoolFolders(path: path, log: log)
         self.store = store
         self.downloader = downloader
         self.disk = disk
