@@ -134,7 +134,7 @@ final class DaemonServices: Sendable {
         let spool: SpoolService
         do {
             spool = try SpoolService(
-                path: config.spool, store: store, downloader: downloader, disk: disk, log: log,
+                path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, log: log,
                 onEvent: { DaemonServices.publish($0, to: events, counting: counters) })
         } catch {
             throw DaemonStartError(description: "\(error)")
@@ -212,6 +212,7 @@ final class DaemonServices: Sendable {
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
+        spool.update(limits: applied.spoolLimits)
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it

@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import Synchronization
 import Testing
 
 @Suite("Link lists")
@@ -58,6 +59,38 @@ struct LinkListReaderTests {
         #expect(found.count == 20_000)
         #expect(found.last?.line == 20_000)
         #expect(found.allSatisfy { (try? $0.url.get()) != nil })
+    }
+
+    @Test("byteLimit: the reader stops at the limit, as if the file ended there (a line cut by it is the last entry)")
+    func byteLimit() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path
+        let text = (1...50_000).map { "http://a.example/\($0).png" }.joined(separator: "\n") + "\n"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // The limit falls inside line 10,001 ("http://a.example/10001.png"), after "http://a.exa".
+        let limit = (1...10_000).reduce(0) { $0 + "http://a.example/\($1).png\n".utf8.count } + 12
+        var reader = try LinkListReader(fileDescriptor: open(path, O_RDONLY), path: path, byteLimit: limit)
+        var found: [LinkListEntry] = []
+        while let entry = try reader.next() { found.append(entry) }
+        #expect(found.count == 10_001)
+        #expect(found[9_999].text == "http://a.example/10000.png")
+        #expect(found.last?.text == "http://a.exa")
+    }
+
+    @Test("isInterrupted stops a read inside one endless line at the next 64 KiB, with .interrupted")
+    func interrupted() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path
+        // 8 MiB without a newline: the parser returns no entry while it skips it.
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 8 << 20)))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let reads = Atomic<Int>(0)
+        var reader = try LinkListReader(fileDescriptor: open(path, O_RDONLY), path: path) {
+            reads.add(1, ordering: .relaxed).newValue > 10
+        }
+        #expect(throws: LinkListError.interrupted(path: path)) { _ = try reader.next() }
+        #expect(reads.load(ordering: .relaxed) == 11)
+        // Stays broken.
+        #expect(throws: LinkListError.interrupted(path: path)) { _ = try reader.next() }
     }
 
     @Test("a missing file is an error naming the path")

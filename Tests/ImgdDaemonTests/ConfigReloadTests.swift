@@ -51,6 +51,9 @@ struct ConfigReloadTests {
         },
         Change(key: "max-connections", value: .integer(8), reloadable: false) { $0.maxConnections == 8 },
         Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
+        // Spool claims (issue 15 §3): what the claimer is given.
+        Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
+        Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

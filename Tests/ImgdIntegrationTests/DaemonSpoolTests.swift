@@ -327,7 +327,7 @@ struct DaemonSpoolTests {
         try await server.shutdown()
     }
 
-    @Test("SIGTERM while a long list is being claimed: exit 0 within the deadline; the list stays in the spool and is claimed at the next start")
+    @Test("SIGTERM while a long list is being claimed: exit 0 within the deadline; the list stays in the spool and is claimed again, whole, at the next start")
     func sigtermMidClaim() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
@@ -343,6 +343,8 @@ struct DaemonSpoolTests {
         let stopped = await daemon.stop(SIGTERM, within: .seconds(10))
         #expect(stopped?.status == 0, "log: \(daemon.log)")
         #expect(stopped.map { $0.took < .seconds(5) + .seconds(2) } == true, "took \(String(describing: stopped?.took))")
+        // The claim stops within one read and one slice: the README's 5 s hold with no grace.
+        #expect(stopped.map { $0.took < .seconds(5) } == true, "took \(String(describing: stopped?.took))")
         #expect(daemon.spoolNames().contains("long.txt"), "the list left the spool: \(daemon.spoolNames())")
 
         // The next start drops the half-made claim and takes the file anew.
@@ -353,12 +355,19 @@ struct DaemonSpoolTests {
         }
         let lists = try await daemon.lists()
         #expect(again, "lists: \(lists) log: \(daemon.log)")
+        // Whole: every line, none lost to the first claim's half-made rows, recorded once.
+        let whole = await eventuallyAsync(timeout: .seconds(60)) {
+            let list = try await daemon.list("long.txt")
+            return list?["state"] as? String != "claiming" && list?["total"] as? Int == 1_500_000
+        }
+        let after = try await daemon.lists().prefix(2)
+        #expect(whole, "lists: \(after) log: \(daemon.log)")
         #expect(await daemon.stop(SIGTERM, within: .seconds(10))?.status == 0)
     }
 
     /// `http://a/N` for N in 0..<count, one a line, as bytes (built directly: formatting two million
     /// strings is slow in a debug build).
-    private static func numberedURLs(_ count: Int) -> [UInt8] {
+    static func numberedURLs(_ count: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count * 17)
         let prefix = Array("http://a/".utf8)
@@ -656,7 +665,7 @@ func cachedBytes(_ scratch: ScratchFolder, _ url: String) throws -> [UInt8]? {
 }
 
 /// Runs `sqlite3 database query` and returns its output, trimmed.
-private func sqlite(_ database: String, _ query: String) async throws -> String {
+func sqlite(_ database: String, _ query: String) async throws -> String {
     try await ChildProcess.run("/usr/bin/sqlite3", [database, query]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 

@@ -67,6 +67,34 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("what a list quotes is echoed escaped and cut: no raw ESC or CR reaches the terminal, 8 KiB of junk shows as 512 bytes and a marker")
+    func echoesAreEscapedAndCut() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let junk = "gopher" + String(repeating: "\u{1B}[2J", count: 2000)
+        let lines = [
+            "not a url \u{1B}]0;owned\u{07}\rimgd: FAKE",
+            junk,
+            server.url("/img/a.png"),
+        ]
+        try scratch.write("links.txt", lines.joined(separator: "\n"))
+        let result = try await BinaryRunner.imgd(["prefetch", "links.txt", "--cache", "c"], in: scratch.path)
+        #expect(result.status == 1)
+        #expect(!result.stderr.utf8.contains(0x1B), "a raw ESC reached stderr")
+        #expect(!result.stderr.utf8.contains(0x0D), "a raw CR reached stderr")
+        #expect(!result.stderr.utf8.contains(0x07), "a raw BEL reached stderr")
+        #expect(result.stderr.contains(#"links.txt:1: bad_url: not a valid URL"#))
+        #expect(result.stderr.contains(#"not a url \x1b]0;owned\x07\rimgd: FAKE"#))
+        let junkLine = try #require(result.stderr.split(separator: "\n").first { $0.contains("links.txt:2:") })
+        #expect(junkLine.utf8.count < 4 * 512 + 200, "the 8 KiB line was echoed whole: \(junkLine.utf8.count) bytes")
+        #expect(junkLine.hasSuffix("more bytes]"))
+        // Nothing else lost: the good URL after the junk is cached.
+        #expect(result.stdout.contains("1 URLs in 1 list: 1 downloaded"))
+        #expect(scratch.files(under: "c").count == 1)
+        try await server.shutdown()
+    }
+
     @Test("proxy environment variables are not used silently")
     func ignoresProxyEnvironment() async throws {
         let server = try await TestHTTPServer.start()

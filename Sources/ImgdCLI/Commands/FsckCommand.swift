@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdCore
 import ImgdStore
 
 /// `imgd fsck`: verify every cache entry and drop the bad ones.
@@ -28,7 +29,7 @@ struct FsckCommand: AsyncParsableCommand {
         let report: CacheCheckReport
         do {
             report = try disk.checkAll { entry, problem in
-                console.message("imgd: bad: \(entry.url): \(problem)")
+                console.message("imgd: bad: \(EchoedText.cut(entry.url)): \(problem)")
             }
             try disk.close()
         } catch {

@@ -48,6 +48,10 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
+    // Spool claims (issue 15 §3):
+    @Option(help: "A list file larger than this when claimed is refused unread (default 1GiB).") var maxListBytes: String?
+    @Option(help: "Entries read from one list, at most; the rest is a bad_list failure (default 10000000).")
+    var maxListLines: String?
 
     func run() async throws {
         var flags: [(key: String, value: String)] = []
@@ -59,6 +63,7 @@ struct RunCommand: AsyncParsableCommand {
             ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("deny-defaults", denyDefaults),
             ("max-connections", maxConnections),
             ("pressure-threshold", pressureThreshold),
+            ("max-list-bytes", maxListBytes), ("max-list-lines", maxListLines),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }
         var environment: [String: String] = [:]

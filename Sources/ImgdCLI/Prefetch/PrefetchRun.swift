@@ -63,7 +63,7 @@ struct PrefetchRun {
             guard let entry else { break }
             switch entry.url {
             case .failure(let error):
-                console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(entry.text)")
+                console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(EchoedText.cut(entry.text))")
                 tally.update { $0.failures["bad_url", default: 0] += 1 }
             case .success(let url):
                 batch.append(url)
@@ -95,7 +95,7 @@ struct PrefetchRun {
                     }
                 }
             case .failure(let error):
-                console.message("imgd: failed: \(url): \(error.code): \(error.message)")
+                console.message("imgd: failed: \(EchoedText.cut(url.normalized)): \(error.code): \(EchoedText.cut(error.message))")
                 tally.update { $0.failures[error.code, default: 0] += 1 }
             }
             window.release()

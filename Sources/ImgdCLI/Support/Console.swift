@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -16,8 +17,12 @@ public final class Console: Sendable {
         isInteractive = isatty(STDERR_FILENO) == 1
     }
 
-    /// Prints a line to stderr, above the progress line.
+    /// Prints a line to stderr, above the progress line. The text is escaped (``EchoedText``):
+    /// messages quote file names, URLs and lines of lists, which are anyone's bytes, and a raw
+    /// newline or ESC among them would forge a line or rewrite the terminal. Call sites cut long
+    /// quotes (``EchoedText/cut(_:limit:)``); escaping happens here, once, for every message.
     public func message(_ text: String) {
+        let text = EchoedText.escape(text, limit: nil)
         progressShown.withLock { shown in
             write(shown ? "\r\u{1B}[K" + text + "\n" : text + "\n")
             shown = false

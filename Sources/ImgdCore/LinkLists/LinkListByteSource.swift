@@ -10,6 +10,9 @@ import Glibc
 /// The JSON and plist parsers pull single bytes with ``peek()`` and ``next()``, which also
 /// count lines, check UTF-8 and can record the first bytes of an item for an error report.
 ///
+/// It reads at most `byteLimit` bytes when given one (what follows is as if the file ended
+/// there), and asks `isInterrupted` before each read, so a caller can stop a long read at once.
+///
 /// It owns the file descriptor and closes it when it goes away.
 struct LinkListByteSource: ~Copyable {
     /// The list's path, for error messages.
@@ -23,6 +26,10 @@ struct LinkListByteSource: ~Copyable {
     private var start = 0
     private var end = 0
     private(set) var atEndOfFile = false
+    /// Bytes still to read before the end is declared; nil: to the end of the file.
+    private var remaining: Int?
+    /// Asked before each read: true ends the reading with ``LinkListError/interrupted(path:)``.
+    private let isInterrupted: (@Sendable () -> Bool)?
 
     /// The 1-based line of the next byte ``next()`` returns.
     private(set) var line = 1
@@ -41,9 +48,14 @@ struct LinkListByteSource: ~Copyable {
 
     /// Takes ownership of `fileDescriptor`. `carry` is the most unconsumed bytes a caller may
     /// leave before calling ``fill()``.
-    init(fileDescriptor: Int32, path: String, chunkSize: Int, carry: Int, validatesUTF8: Bool) {
-        precondition(chunkSize > 0 && carry >= 0)
+    init(
+        fileDescriptor: Int32, path: String, chunkSize: Int, carry: Int, validatesUTF8: Bool, byteLimit: Int? = nil,
+        isInterrupted: (@Sendable () -> Bool)? = nil
+    ) {
+        precondition(chunkSize > 0 && carry >= 0 && (byteLimit ?? 0) >= 0)
         self.fileDescriptor = fileDescriptor
+        self.remaining = byteLimit
+        self.isInterrupted = isInterrupted
         self.path = path
         self.chunkSize = chunkSize
         self.validatesUTF8 = validatesUTF8
@@ -72,7 +84,8 @@ struct LinkListByteSource: ~Copyable {
     }
 
     /// Reads the next chunk after the unconsumed bytes, which are moved to the front first.
-    /// Returns false at the end of the file. Retries a read interrupted by a signal.
+    /// Returns false at the end of the file (or of `byteLimit`). Retries a read interrupted by
+    /// a signal; throws ``LinkListError/interrupted(path:)`` when `isInterrupted` says so.
     @discardableResult
     mutating func fill() throws(LinkListError) -> Bool {
         guard !atEndOfFile else { return false }
@@ -88,10 +101,16 @@ struct LinkListByteSource: ~Copyable {
             end = count
         }
         precondition(buffer.count - end >= chunkSize, "more than `carry` bytes left unconsumed before a fill")
+        if let isInterrupted, isInterrupted() { throw .interrupted(path: path) }
+        let wanted = min(chunkSize, remaining ?? chunkSize)
+        guard wanted > 0 else {
+            atEndOfFile = true
+            return false
+        }
         while true {
             let offset = end
             let got = buffer.withUnsafeMutableBytes { raw in
-                read(fileDescriptor, raw.baseAddress! + offset, chunkSize)
+                read(fileDescriptor, raw.baseAddress! + offset, wanted)
             }
             if got < 0 {
                 let code = errno
@@ -104,6 +123,7 @@ struct LinkListByteSource: ~Copyable {
                 return false
             }
             end += got
+            if let left = remaining { remaining = left - got }
             return true
         }
     }

@@ -56,8 +56,19 @@ public struct LinkListReader: ~Copyable {
     /// this initializer throws. This is for callers that open the file themselves (with
     /// `O_NOFOLLOW`, say); `path` names it in errors and, when `format` is nil, chooses the
     /// format by its name.
-    public init(fileDescriptor: Int32, path: String, format: LinkListFormat? = nil) throws(LinkListError) {
-        try self.init(fileDescriptor: fileDescriptor, path: path, format: format, chunkSize: Self.chunkSize)
+    ///
+    /// - `byteLimit`: read at most this many bytes, as if the file ended there (the spool reads
+    ///   a list up to the size it had when claimed; what is appended later is not read).
+    /// - `isInterrupted`: asked before each read of the file (every 64 KiB); when it returns
+    ///   true, ``next()`` throws ``LinkListError/interrupted(path:)``, however long the line or
+    ///   item being read.
+    public init(
+        fileDescriptor: Int32, path: String, format: LinkListFormat? = nil, byteLimit: Int? = nil,
+        isInterrupted: (@Sendable () -> Bool)? = nil
+    ) throws(LinkListError) {
+        try self.init(
+            fileDescriptor: fileDescriptor, path: path, format: format, chunkSize: Self.chunkSize, byteLimit: byteLimit,
+            isInterrupted: isInterrupted)
     }
 
     /// ``init(path:format:)`` with the read size as a test seam.
@@ -68,7 +79,10 @@ public struct LinkListReader: ~Copyable {
     }
 
     /// ``init(fileDescriptor:path:format:)`` with the read size as a test seam.
-    init(fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int) throws(LinkListError) {
+    init(
+        fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int, byteLimit: Int? = nil,
+        isInterrupted: (@Sendable () -> Bool)? = nil
+    ) throws(LinkListError) {
         var info = stat()
         if fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             close(fileDescriptor)
@@ -82,15 +96,18 @@ public struct LinkListReader: ~Copyable {
             // validated as a whole, since a bad line is an entry, not an error.
             source = LinkListByteSource(
                 fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize,
-                carry: TextLinkListParser.carry, validatesUTF8: false)
+                carry: TextLinkListParser.carry, validatesUTF8: false, byteLimit: byteLimit,
+                isInterrupted: isInterrupted)
             parser = .text(TextLinkListParser())
         case .json:
             source = LinkListByteSource(
-                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true)
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
+                byteLimit: byteLimit, isInterrupted: isInterrupted)
             parser = .json(JSONLinkListParser())
         case .plist:
             source = LinkListByteSource(
-                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true)
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
+                byteLimit: byteLimit, isInterrupted: isInterrupted)
             parser = .plist(PlistLinkListParser())
         }
     }

@@ -91,7 +91,7 @@ public enum ImageURLError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .empty: "empty URL"
         case .tooLong(let length, let limit): "URL is \(length) bytes long; the limit is \(limit)"
-        case .unsupportedScheme(let scheme): "scheme '\(scheme)' is not supported: only http and https URLs are fetched"
+        case .unsupportedScheme(let scheme): "scheme '\(EchoedText.cut(scheme, limit: 64))' is not supported: only http and https URLs are fetched"
         case .malformed(_, let reason): "not a valid URL: \(reason)"
         }
     }

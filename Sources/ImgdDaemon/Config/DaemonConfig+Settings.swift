@@ -45,6 +45,9 @@ extension DaemonConfig {
             guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
             return number
         },
+        // Spool claims (issue 15 §3):
+        .bytes("max-list-bytes", \.maxListBytes, minimum: 1, reloadable: true),
+        .integer("max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true),
     ]
 
     /// Every setting's name, in the order `--help` lists them.

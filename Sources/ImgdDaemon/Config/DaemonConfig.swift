@@ -41,6 +41,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxConnections = 256
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
     public var pressureThreshold = 10.0
+    // Spool claims (issue 15 §3: lists that cannot be abused), see ``SpoolLimits``:
+    /// A list file larger than this when claimed is refused unread.
+    public var maxListBytes = SpoolLimits().maxListBytes
+    /// Entries read from one list, at most.
+    public var maxListLines = SpoolLimits().maxListLines
 
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.
@@ -78,6 +83,14 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.addresses = AddressPolicy(
             deniedRanges: (denyDefaults ? AddressPolicy.default.deniedRanges : []) + deny.compactMap(IPRange.init))
         return policy
+    }
+
+    /// The spool's caps these settings describe.
+    public var spoolLimits: SpoolLimits {
+        var limits = SpoolLimits()
+        limits.maxListBytes = maxListBytes
+        limits.maxListLines = maxListLines
+        return limits
     }
 
     /// The cache's upkeep these settings describe.

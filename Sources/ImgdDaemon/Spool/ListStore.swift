@@ -67,8 +67,19 @@ public struct ListFailure: Sendable, Equatable {
 /// leaves the spool, and each outcome is written (in batches) as it arrives, so after a crash
 /// a list resumes with the URLs still pending. Per-list counters are kept in the list's row, so
 /// `lists` never counts a million rows. One connection, behind a mutex.
+///
+/// It stays bounded: only the last ``keptFinishedLists`` finished lists are kept (what `lists`
+/// shows). An older one is retired (its row goes at once, its id to `pruning`) and its URL rows
+/// are deleted a batch at a time (``pruneBatch(limit:)``), off the path of claims and outcomes;
+/// the pages they held go back to the filesystem (``reclaimSpace(pages:)``, incremental vacuum).
 public final class ListStore: Sendable {
+    /// Finished lists kept with their URLs (the ones `lists` shows, most recent first): 100.
+    public static let keptFinishedLists = 100
+
     private let connection: Mutex<SQLiteConnection>
+    /// Whether the database returns freed pages to the filesystem (`auto_vacuum = INCREMENTAL`).
+    public var reclaimsSpace: Bool { incremental.load(ordering: .relaxed) }
+    private let incremental: Atomic<Bool>
 
     private static let schema = """
         CREATE TABLE IF NOT EXISTS lists (
@@ -100,6 +111,7 @@ public final class ListStore: Sendable {
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
+        CREATE TABLE IF NOT EXISTS pruning (list_id INTEGER PRIMARY KEY);
         """
 
     /// `list_urls.state` values.
@@ -110,11 +122,21 @@ public final class ListStore: Sendable {
     /// Opens (creating if needed) the database at `path`.
     public init(path: String) throws(SQLiteError) {
         let connection = try SQLiteConnection(path: path)
+        // Before anything is written: auto_vacuum can only be chosen for an empty database. One
+        // made by an earlier version keeps NONE (freed pages are reused, not given back) until
+        // ``convertToIncrementalVacuum()``.
+        let empty = try connection.statement("SELECT count(*) FROM sqlite_master")
+        let isNew = try empty.step() && empty.int(0) == 0
+        empty.reset()
+        if isNew { try connection.execute("PRAGMA auto_vacuum = INCREMENTAL") }
         // NORMAL: a commit survives the process dying (kill -9, a crash) without an fsync per
         // batch; only a power cut can lose the last commits, and then lists resume a little
         // earlier (what was cached is found in the cache, not fetched again).
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        // journal_size_limit: the WAL file is cut back to 64 MiB after a checkpoint, not left at
+        // the size the largest claim grew it to.
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 67108864;")
         try connection.execute(Self.schema)
+        incremental = Atomic(try Self.autoVacuumIsIncremental(connection))
         // Databases made before `finished_file` existed get the column (NULL: the dropped name).
         if (try? connection.statement("SELECT finished_file FROM lists LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE lists ADD COLUMN finished_file TEXT")
@@ -216,17 +238,109 @@ public final class ListStore: Sendable {
         try setState(list, .active)
     }
 
-    /// Forgets a claim that did not complete (the file is still in the spool and will be claimed anew).
+    /// Forgets a claim that did not complete (the file is still in the spool and will be claimed
+    /// anew): its row goes at once; its URL rows, which may be millions, are left to
+    /// ``pruneBatch(limit:)``.
     public func abandonClaim(list: Int) throws(SQLiteError) {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
-                for sql in ["DELETE FROM list_urls WHERE list_id = ?1", "DELETE FROM lists WHERE id = ?1"] {
+                for sql in ["INSERT OR IGNORE INTO pruning (list_id) VALUES (?1)", "DELETE FROM lists WHERE id = ?1"] {
                     let statement = try connection.statement(sql)
                     statement.bind(1, list)
                     try statement.step()
                 }
             }
         }
+    }
+
+    // MARK: - Pruning
+
+    /// Retires the finished lists older than the last `keeping` (in the order `lists` shows
+    /// them): their rows go, their URL rows are left to ``pruneBatch(limit:)``. Returns how many.
+    @discardableResult
+    public func retireFinishedLists(keeping: Int = ListStore.keptFinishedLists) throws(SQLiteError) -> Int {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let retire = try connection.statement("""
+                    INSERT OR IGNORE INTO pruning (list_id)
+                    SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT -1 OFFSET ?1
+                    """)
+                retire.bind(1, keeping)
+                try retire.step()
+                let retired = connection.changes
+                guard retired > 0 else { return 0 }
+                try connection.statement("DELETE FROM lists WHERE id IN (SELECT list_id FROM pruning)").step()
+                return retired
+            }
+        }
+    }
+
+    /// Deletes up to `limit` URL rows of a retired list (one transaction, so the lock is held
+    /// briefly). Returns false when no retired list has rows left.
+    public func pruneBatch(limit: Int) throws(SQLiteError) -> Bool {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) in
+                let next = try connection.statement("SELECT list_id FROM pruning ORDER BY list_id LIMIT 1")
+                guard try next.step() else { return false }
+                let list = next.int(0)
+                next.reset()
+                let delete = try connection.statement("""
+                    DELETE FROM list_urls WHERE list_id = ?1 AND seq IN (
+                        SELECT seq FROM list_urls WHERE list_id = ?1 ORDER BY seq LIMIT ?2)
+                    """)
+                delete.bind(1, list)
+                delete.bind(2, limit)
+                try delete.step()
+                if connection.changes < limit {
+                    let done = try connection.statement("DELETE FROM pruning WHERE list_id = ?1")
+                    done.bind(1, list)
+                    try done.step()
+                }
+                return true
+            }
+        }
+    }
+
+    /// Gives up to `pages` free pages back to the filesystem. Returns true while free pages
+    /// remain (always false when the database does not reclaim space).
+    public func reclaimSpace(pages: Int) throws(SQLiteError) -> Bool {
+        guard reclaimsSpace else { return false }
+        return try connection.withLock { connection throws(SQLiteError) in
+            try connection.execute("PRAGMA incremental_vacuum(\(pages))")
+            let free = try connection.statement("PRAGMA freelist_count")
+            defer { free.reset() }
+            return try free.step() && free.int(0) > 0
+        }
+    }
+
+    /// Bytes the database holds, in pages in use and free pages (the main file; not its WAL).
+    public func size() throws(SQLiteError) -> (used: Int, free: Int) {
+        try connection.withLock { connection throws(SQLiteError) in
+            var values: [Int] = []
+            for pragma in ["PRAGMA page_count", "PRAGMA freelist_count", "PRAGMA page_size"] {
+                let statement = try connection.statement(pragma)
+                defer { statement.reset() }
+                values.append(try statement.step() ? statement.int(0) : 0)
+            }
+            return ((values[0] - values[1]) * values[2], values[1] * values[2])
+        }
+    }
+
+    /// Rewrites a database made before pruning existed (`auto_vacuum = NONE`) so that it can give
+    /// space back: a `VACUUM`, which copies every page in use and holds the database while it
+    /// runs. Call it once no retired list has rows left, so what is copied is what is kept.
+    public func convertToIncrementalVacuum() throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            incremental.store(try Self.autoVacuumIsIncremental(connection), ordering: .relaxed)
+        }
+    }
+
+    /// Whether `connection`'s database has `auto_vacuum = INCREMENTAL` (2).
+    private static func autoVacuumIsIncremental(_ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
+        let mode = try connection.statement("PRAGMA auto_vacuum")
+        defer { mode.reset() }
+        return try mode.step() && mode.int(0) == 2
     }
 
     // MARK: - Progress
@@ -421,6 +535,26 @@ public final class ListStore: Sendable {
                 found.append(ListFailure(
                     line: statement.int(0), url: statement.string(1) ?? "", code: statement.string(2) ?? "",
                     message: statement.string(3) ?? ""))
+            }
+            return found
+        }
+    }
+
+    /// The failed URLs of `list` after `seq`, in list order (at most `limit`), with their seqs:
+    /// a page, for a reader that goes through them all (a report) without holding them all.
+    public func failures(list: Int, after seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, failure: ListFailure)] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT seq, line, url, code, message FROM list_urls WHERE list_id = ?1 AND state = 3 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, seq)
+            statement.bind(3, limit)
+            var found: [(seq: Int, failure: ListFailure)] = []
+            while try statement.step() {
+                found.append((statement.int(0), ListFailure(
+                    line: statement.int(1), url: statement.string(2) ?? "", code: statement.string(3) ?? "",
+                    message: statement.string(4) ?? "")))
             }
             return found
         }

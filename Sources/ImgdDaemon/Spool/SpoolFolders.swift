@@ -18,7 +18,8 @@ import Glibc
 /// a member's folder with something in it moved aside to `.NAME.replaced` (hidden, never taken
 /// as a list). So a list always lands in the daemon's own `done/` or `failed/`.
 ///
-/// Shared by the spool's queues; the descriptors are behind a mutex. A replaced descriptor is
+/// Shared by the spool's owners (``SpoolService`` warms and finishes lists, ``ListClaimer``
+/// claims them, on their own queues); the descriptors are behind a mutex. A replaced descriptor is
 /// not closed at once (another queue may be in the middle of a call with it): the last 64 are
 /// kept open, then closed oldest first.
 final class SpoolFolders: Sendable {

@@ -12,11 +12,10 @@ import Glibc
 /// The spool: claims the link lists dropped into it, warms the cache with their URLs, and
 /// reports on each when it is done.
 ///
-/// - **Claiming** (see ``SpoolWatcher`` for when a name is noticed): the file is opened with
-///   `O_NOFOLLOW` (a symlink, FIFO or folder is refused and moved to `failed/` with a report
-///   saying why), its URLs are streamed into the state database (``ListStore``) in slices, and
-///   only then is it moved to `.claimed/`. A crash before the move leaves the file in the spool
-///   and the half-made claim is dropped at start; after the move the list resumes.
+/// - **Claiming** (see ``SpoolWatcher`` for when a name is noticed) is ``ListClaimer``'s, on its
+///   own queue: the list's URLs go into the state database (``ListStore``), its file to
+///   `.claimed/`, and then the list is handed here. A claim that did not complete (a crash, a
+///   stop) is dropped at the next start, and its file, still in the spool, claimed anew.
 /// - **Warming**: each list feeds the downloader a window of URLs at a time, read from the
 ///   database in list order; each list is its own submitter, so lists take turns (a huge list
 ///   cannot starve a small one) and on-demand `get`s go before all of them. Outcomes are written
@@ -26,7 +25,8 @@ import Glibc
 ///
 /// `@unchecked Sendable`: every mutable property is touched only on `queue`, a serial queue
 /// (the service's own thread of control); the downloader's answers hop onto it in batches
-/// (`answers`, behind its mutex).
+/// (`answers`, behind its mutex). Claims run on the claimer's queue, so a long one holds up
+/// none of this.
 public final class SpoolService: @unchecked Sendable {
     /// URLs of one list handed to the downloader and not yet answered, at most.
     static let window = 512
@@ -35,6 +35,10 @@ public final class SpoolService: @unchecked Sendable {
     static let flushDelay = DispatchTimeInterval.milliseconds(100)
 
     private let folders: SpoolFolders
+    private let reports: ListReportWriter
+    private let pruner: ListPruner
+    /// Set once, at the end of `init` (its callback needs `self`).
+    private var claimer: ListClaimer!
     private let store: ListStore
     private let downloader: Downloader
     private let disk: DiskCache
@@ -42,9 +46,6 @@ public final class SpoolService: @unchecked Sendable {
     private let onEvent: @Sendable (SpoolEvent) -> Void
     private let queue = DispatchQueue(label: "imgd.spool")
     private var watcher: SpoolWatcher?
-    /// Set by ``stop()`` before it waits for the queue, which may be busy claiming a long list:
-    /// the claim looks at it between slices and gives up, so a stop is not held up by it.
-    private let stopRequested = Atomic<Bool>(false)
     /// Answers from the downloader, which calls back on its transfer thread, waiting for the
     /// queue: they are handed over in batches — one hop for all that arrived while the queue was
     /// busy — not one hop (and often one thread wake-up) per URL.
@@ -75,26 +76,34 @@ public final class SpoolService: @unchecked Sendable {
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
     public init(
-        path: String, store: ListStore, downloader: Downloader, disk: DiskCache, log: DaemonLog,
-        onEvent: @escaping @Sendable (SpoolEvent) -> Void
+        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
+        log: DaemonLog, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
         folders = try SpoolFolders(path: path, log: log)
+        reports = ListReportWriter(folders: folders, store: store, log: log)
+        pruner = ListPruner(store: store, log: log)
         self.store = store
         self.downloader = downloader
         self.disk = disk
         self.log = log
         self.onEvent = onEvent
+        claimer = ListClaimer(
+            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, log: log, onEvent: onEvent,
+            onClaimed: { [unowned self] record, cancelled in queue.async { self.claimed(record, cancelled: cancelled) } })
     }
 
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
     public func start() throws(SpoolError) {
-        let watcher = SpoolWatcher(folder: folders.path) { [self] name in queue.async { self.claim(name.display) } }
+        let claimer = claimer!
+        let watcher = SpoolWatcher(folder: folders.path) { name in claimer.claim(name.display) }
+        // Before the watcher starts: the half-made claims of the last run are dropped before
+        // their files are claimed anew.
         queue.sync {
             resume()
             self.watcher = watcher
         }
-        // Not on the queue after this: the claims the first listing queues there may be long,
-        // and the daemon is ready before they end.
+        // What the last run left to prune (abandoned claims included), off the start path.
+        pruner.schedule()
         try watcher.start()
     }
 
@@ -102,12 +111,13 @@ public final class SpoolService: @unchecked Sendable {
     /// database and resume at the next start. Call before the downloader shuts down: the
     /// cancellations that follow are not recorded as failures.
     public func stop() {
-        stopRequested.store(true, ordering: .relaxed)
         let watcher = queue.sync {
             stopping = true
             return self.watcher
         }
         watcher?.stop()
+        claimer.stop()
+        pruner.stop()
         queue.sync { flush() }
     }
 
@@ -118,9 +128,22 @@ public final class SpoolService: @unchecked Sendable {
 
     // MARK: - Commands
 
-    /// Cancels the list in progress named `name`. Returns how many URLs were still pending, or
-    /// nil when no list in progress has that name.
+    /// Applies new limits (a reload) to the claims that start after this.
+    public func update(limits: SpoolLimits) {
+        claimer.update(limits: limits)
+    }
+
+    /// Cancels the list in progress named `name`: one being warmed, or one still being claimed
+    /// (its claim stops; what was read is failed as cancelled). Returns how many URLs were still
+    /// pending, or nil when no list in progress has that name.
     public func cancel(list name: String) async -> Int? {
+        if let pending = await cancelRun(named: name) { return pending }
+        if let pending = await claimer.cancel(named: name) { return pending }
+        // Claimed between the two looks: the claimer hands a list over before it forgets it.
+        return await cancelRun(named: name)
+    }
+
+    private func cancelRun(named name: String) async -> Int? {
         await onQueue { [self] in
             guard let id = runs.values.first(where: { $0.name == name })?.id else { return nil }
             runs[id]!.cancelled = true
@@ -217,130 +240,20 @@ public final class SpoolService: @unchecked Sendable {
         pump()
     }
 
-    private func claim(_ name: String) {
-        guard !stopping, !stopRequested.load(ordering: .relaxed), !SpoolEntryName(name).isIgnored else { return }
-        let fd = openat(folders.spool, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd < 0 {
-            switch errno {
-            case ENOENT: return  // claimed already (a name can be reported twice) or removed
-            case ELOOP: refuse(name, "it is a symbolic link; link lists must be regular files")
-            case ENXIO: refuse(name, "it is a socket; link lists must be regular files")
-            default: refuse(name, "it cannot be opened: \(String(cString: strerror(errno)))")
-            }
-            return
-        }
-        var info = stat()
-        fstat(fd, &info)
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            refuse(name, "it is \(Self.kind(info.st_mode)); link lists must be regular files")
-            return
-        }
-        let path = folders.path + "/" + name
-        var reader: LinkListReader
-        do {
-            reader = try LinkListReader(fileDescriptor: fd, path: path)
-        } catch {
-            refuse(name, "\(error)")
-            return
-        }
-        let record: ListRecord
-        do {
-            record = try store.beginClaim(
-                fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds())
-        } catch {
-            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
-            return
-        }
-        var total = 0
-        let complete: Bool
-        do {
-            complete = try recordLines(&reader, list: record.id, total: &total)
-        } catch {
-            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
-            try? store.abandonClaim(list: record.id)
-            return
-        }
-        guard complete else {
-            // Stopping: the file stays in the spool; the next start drops the half-made claim
-            // (see `resume()`) and claims the file anew.
-            log("stopping: list \(name) left in the spool, to be claimed at the next start")
-            return
-        }
-        guard folders.move(name, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
-            log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
-            try? store.abandonClaim(list: record.id)
-            return
-        }
-        try? store.finishClaim(list: record.id)
-        log("claimed list \(record.name): \(total) lines")
-        onEvent(.listClaimed(name: record.name, total: total))
-        guard let claimed = try? store.list(record.id) else { return }
-        startRun(claimed)
+    /// On the queue: a list the claimer has moved to `.claimed/` starts warming, or, when it was
+    /// cancelled while being claimed, finishes at once.
+    private func claimed(_ record: ListRecord, cancelled: Bool) {
+        guard !stopping else { return }  // active in the database: it resumes at the next start
+        startRun(record, cancelled: cancelled)
         pump()
-    }
-
-    /// Streams the list's lines into the database in slices; a list that breaks its syntax part
-    /// way keeps what came before, plus a `bad_list` line saying where and why. Returns false
-    /// when it gave up part way because the spool is stopping.
-    private func recordLines(_ reader: inout LinkListReader, list: Int, total: inout Int) throws(SQLiteError) -> Bool {
-        var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)] = []
-        var seq = 0
-        var pinRead = false
-        while true {
-            let entry: LinkListEntry?
-            do {
-                entry = try reader.next()
-            } catch {
-                seq += 1
-                let line: Int = if case .malformed(_, let line, _) = error { line } else { 0 }
-                slice.append((seq, line, "", ("bad_list", "\(error)")))
-                break
-            }
-            if !pinRead {
-                pinRead = true
-                if let pin = reader.pin { try store.setPin(list: list, milliseconds: Int(pin.components.seconds) * 1000) }
-            }
-            guard let entry else { break }
-            seq += 1
-            switch entry.url {
-            case .success(let url): slice.append((seq, entry.line, url.normalized, nil))
-            case .failure(let error): slice.append((seq, entry.line, entry.text, ("bad_url", "\(error)")))
-            }
-            if slice.count >= 5000 {
-                try store.addLines(list: list, slice)
-                slice.removeAll(keepingCapacity: true)
-                if stopRequested.load(ordering: .relaxed) { return false }
-            }
-        }
-        try store.addLines(list: list, slice)
-        total = seq
-        return true
-    }
-
-    /// Moves a file that cannot be a list to `failed/`, with a report saying why.
-    private func refuse(_ name: String, _ reason: String) {
-        log("refused \(name) in the spool: \(reason)", level: .warning)
-        let moved = folders.move(name, from: folders.spool, to: folders.failed, as: name) ?? name
-        writeReport(["name": name, "state": "refused", "reason": reason], as: moved)
-        onEvent(.refused(name: name, reason: reason))
-    }
-
-    private static func kind(_ mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFDIR: "a folder"
-        case S_IFIFO: "a FIFO"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR, S_IFBLK: "a device"
-        default: "not a regular file"
-        }
     }
 
     // MARK: - Warming
 
-    private func startRun(_ record: ListRecord) {
+    private func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
-            id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds)
+            id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
+            exhausted: cancelled, cancelled: cancelled)
         finishIfDone(record.id)
     }
 
@@ -458,56 +371,12 @@ public final class SpoolService: @unchecked Sendable {
         record.finishedAt = WallClock.nowMilliseconds()
         let destination = record.state == .done ? folders.done : folders.failed
         let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: record.name) ?? record.name
-        writeReport(report(for: record), as: moved, in: destination)
+        reports.writeReport(for: record, as: moved, in: destination)
         try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
+        // Lists beyond the kept ones leave the database, off this queue.
+        pruner.schedule()
         runs[id] = nil
         log("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))
-    }
-
-    private func report(for record: ListRecord) -> [String: Any] {
-        let failures = (try? store.failures(list: record.id, limit: Self.reportedFailures)) ?? []
-        var report: [String: Any] = [
-            "name": record.name, "state": record.state.rawValue, "total": record.total, "cached": record.cached,
-            "already_cached": record.alreadyCached, "failed": record.failed,
-            "failed_by_code": (try? store.failureCounts(list: record.id)) ?? [:], "bytes": record.bytes,
-            "claimed_at": Self.rfc3339(record.claimedAt), "finished_at": Self.rfc3339(record.finishedAt ?? record.claimedAt),
-            "duration_s": Double((record.finishedAt ?? record.claimedAt) - record.claimedAt) / 1000,
-            "failures": failures.map { ["line": $0.line, "url": $0.url, "code": $0.code, "message": $0.message] },
-        ]
-        if record.failed > failures.count { report["failures_truncated"] = record.failed - failures.count }
-        return report
-    }
-
-    /// Failures listed one by one in a report, at most (all are counted in `failed_by_code`).
-    static let reportedFailures = 10_000
-
-    /// Writes `NAME.report.json` beside the list (temp name, then rename: never half-written).
-    private func writeReport(_ report: [String: Any], as name: String, in folder: Int32? = nil) {
-        let folder = folder ?? folders.failed
-        guard let data = try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
-        else { return }
-        let temp = ".\(name).report.json.tmp"
-        let fd = openat(folder, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o640)
-        guard fd >= 0 else {
-            log("cannot write the report of \(name): \(String(cString: strerror(errno)))", level: .error)
-            return
-        }
-        let complete = data.withUnsafeBytes { raw in write(fd, raw.baseAddress, raw.count) == raw.count }
-        close(fd)
-        guard complete, renameat(folder, temp, folder, name + ".report.json") == 0 else {
-            log("cannot write the report of \(name): \(String(cString: strerror(errno)))", level: .error)
-            unlinkat(folder, temp, 0)
-            return
-        }
-    }
-
-    private static func rfc3339(_ milliseconds: Int) -> String {
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let length = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S", &parts)
-        return String(decoding: buffer[..<length], as: UTF8.self) + String(format: ".%03dZ", milliseconds % 1000)
     }
 }

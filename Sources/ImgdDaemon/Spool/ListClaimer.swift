@@ -1,0 +1,290 @@
+import Dispatch
+import ImgdCore
+import ImgdStore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Claims the link lists dropped in the spool, one at a time, on its own serial queue: a long
+/// claim holds up only the claims queued behind it, never the lists being warmed, `cancel`,
+/// `lists` or a stop (which ``SpoolService`` serves on its own queue).
+///
+/// A claim opens the file with `O_NOFOLLOW` (a symlink, FIFO or folder is refused and moved to
+/// `failed/` with a report saying why), streams its URLs into the state database
+/// (``ListStore``) in slices, and only then moves it to `.claimed/` and hands the list to
+/// `onClaimed`. A crash before the move leaves the file in the spool and the half-made claim is
+/// dropped at the next start (``SpoolService``'s resume); after the move the list resumes.
+///
+/// Its limits (``SpoolLimits``): a file larger than `maxListBytes` when opened is refused
+/// unread; only the bytes the file had then are read (what is appended later is ignored); past
+/// `maxListLines` entries the rest of the list is one `bad_list` failure. A claim can be
+/// stopped (``stop()``) or cancelled (``cancel(named:)``) at any point: the reader asks before
+/// each 64 KiB it reads, however long the line, so either answers within a read and a slice.
+///
+/// `Sendable`: its mutable state is atomics and mutexes; the claim itself runs on `queue`.
+final class ListClaimer: Sendable {
+    /// Lines recorded in one transaction, at most; and their text, at most (a slice of long
+    /// junk lines is cut by its bytes, so a claim holds a few MiB whatever the list).
+    static let sliceLines = 5000
+    static let sliceBytes = 4 << 20
+
+    private let folders: SpoolFolders
+    private let store: ListStore
+    private let reports: ListReportWriter
+    private let pruner: ListPruner
+    private let log: DaemonLog
+    private let onEvent: @Sendable (SpoolEvent) -> Void
+    private let onClaimed: @Sendable (ListRecord, Bool) -> Void
+    private let queue = DispatchQueue(label: "imgd.spool-claim")
+    /// Set by ``stop()``: a claim in progress gives up between slices, and queued claims return.
+    private let stopRequested = Atomic<Bool>(false)
+    private let limits: Mutex<SpoolLimits>
+    /// The claim in progress, as `lists` shows it (`claiming`), and the `cancel`s waiting on it.
+    private let current = Mutex<CurrentClaim?>(nil)
+
+    private struct CurrentClaim {
+        let id: Int
+        let name: String
+        var cancelled = false
+        /// Answered with how many URLs the cancel failed, or nil when the claim was given up
+        /// (a stop, a database error) and the list is not there to cancel.
+        var waiting: [CheckedContinuation<Int?, Never>] = []
+    }
+
+    /// How a claim's reading ended.
+    private enum Reading {
+        /// To the end of the list (or its line limit, or its syntax's break).
+        case complete
+        /// Given up because the claimer is stopping: the file stays in the spool.
+        case stopped
+        /// Cut short by `cancel`: what was read is recorded, and the list ends cancelled.
+        case cancelled
+    }
+
+    /// A claimer of the lists in `folders`, recording into `store`. `onClaimed` is called (on
+    /// the claimer's queue) with each list once its file is in `.claimed/`, and whether it was
+    /// cancelled while being claimed (its URLs are then failed as `cancelled` already).
+    init(
+        folders: SpoolFolders, store: ListStore, reports: ListReportWriter, pruner: ListPruner, limits: SpoolLimits,
+        log: DaemonLog,
+        onEvent: @escaping @Sendable (SpoolEvent) -> Void,
+        onClaimed: @escaping @Sendable (_ list: ListRecord, _ cancelled: Bool) -> Void
+    ) {
+        self.folders = folders
+        self.limits = Mutex(limits)
+        self.store = store
+        self.reports = reports
+        self.pruner = pruner
+        self.log = log
+        self.onEvent = onEvent
+        self.onClaimed = onClaimed
+    }
+
+    /// Queues the claim of the spool entry `name` (a name reported twice is claimed once: the
+    /// second finds it gone).
+    func claim(_ name: String) {
+        queue.async { [self] in claimNow(name) }
+    }
+
+    /// Stops claiming: the claim in progress gives up (its file stays in the spool, to be claimed
+    /// anew at the next start), and so do those queued. Returns once the queue is idle.
+    func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        queue.sync {}
+    }
+
+    /// Applies new limits (a reload) to the claims that start after this.
+    func update(limits new: SpoolLimits) {
+        limits.withLock { $0 = new }
+    }
+
+    /// Cancels the claim in progress of the list named `name` (as `lists` shows it): its reading
+    /// stops, what was read is kept and failed as `cancelled`, and the list ends cancelled, in
+    /// `failed/` with its report. Returns how many URLs were failed, once the claim has stopped
+    /// (within one 64 KiB read and one slice), or nil when no list of that name is being claimed.
+    func cancel(named name: String) async -> Int? {
+        await withCheckedContinuation { continuation in
+            let taken = current.withLock { claim in
+                guard claim?.name == name else { return false }
+                claim!.cancelled = true
+                claim!.waiting.append(continuation)
+                return true
+            }
+            if !taken { continuation.resume(returning: nil) }
+        }
+    }
+
+    private var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+    private var isCancelled: Bool { current.withLock { $0?.cancelled ?? false } }
+
+    /// Ends the claim in progress, answering the `cancel`s waiting on it with `cancelled`.
+    private func endClaim(cancelled: Int?) {
+        let waiting = current.withLock { claim in
+            defer { claim = nil }
+            return claim?.waiting ?? []
+        }
+        for continuation in waiting { continuation.resume(returning: cancelled) }
+    }
+
+    private func claimNow(_ name: String) {
+        guard !isStopping, !SpoolEntryName(name).isIgnored else { return }
+        let fd = openat(folders.spool, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            switch errno {
+            case ENOENT: return  // claimed already (a name can be reported twice) or removed
+            case ELOOP: refuse(name, "it is a symbolic link; link lists must be regular files")
+            case ENXIO: refuse(name, "it is a socket; link lists must be regular files")
+            default: refuse(name, "it cannot be opened: \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        var info = stat()
+        fstat(fd, &info)
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            refuse(name, "it is \(Self.kind(info.st_mode)); link lists must be regular files")
+            return
+        }
+        let limits = limits.withLock { $0 }
+        // The size when claimed, and the most that is read: a writer still appending (or a
+        // sparse 50 GB file) cannot make the claim last.
+        let size = Int(info.st_size)
+        guard size <= limits.maxListBytes else {
+            close(fd)
+            refuse(
+                name, "too large: the file is \(size) bytes (\(ByteCount(size))), more than max-list-bytes (\(ByteCount(limits.maxListBytes)))",
+                code: "bad_list")
+            return
+        }
+        let path = folders.path + "/" + name
+        var reader: LinkListReader
+        do {
+            reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
+        } catch {
+            refuse(name, "\(error)")
+            return
+        }
+        let record: ListRecord
+        do {
+            record = try store.beginClaim(
+                fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds())
+        } catch {
+            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
+            return
+        }
+        current.withLock { $0 = CurrentClaim(id: record.id, name: record.name) }
+        var cancelledURLs: Int?
+        defer { endClaim(cancelled: cancelledURLs) }
+        var total = 0
+        var reading: Reading
+        do {
+            reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, total: &total)
+        } catch {
+            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
+            try? store.abandonClaim(list: record.id)
+            pruner.schedule()  // its rows
+            return
+        }
+        // A cancel that came after the last read still counts.
+        if reading == .complete, isCancelled { reading = .cancelled }
+        guard reading != .stopped else {
+            // The file stays in the spool; the next start drops the half-made claim (see
+            // `SpoolService.resume()`) and claims the file anew, whole.
+            log("stopping: list \(name) left in the spool, to be claimed at the next start")
+            return
+        }
+        guard folders.move(name, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
+            log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
+            try? store.abandonClaim(list: record.id)
+            pruner.schedule()  // its rows
+            return
+        }
+        try? store.finishClaim(list: record.id)
+        let cancelled = reading == .cancelled
+        if cancelled {
+            cancelledURLs = (try? store.failPending(list: record.id, code: "cancelled", message: "the list was cancelled")) ?? 0
+            log("claim of list \(record.name) cancelled after \(total) lines")
+        } else {
+            log("claimed list \(record.name): \(total) lines")
+        }
+        onEvent(.listClaimed(name: record.name, total: total))
+        guard let claimed = try? store.list(record.id) else { return }
+        onClaimed(claimed, cancelled)
+    }
+
+    /// Streams the list's lines into the database in slices; a list that breaks its syntax part
+    /// way, or has more than `maxLines` entries, keeps what came before, plus a `bad_list` line
+    /// saying where and why. A stop gives up at once (nothing more is written); a cancel keeps
+    /// what was read.
+    private func recordLines(_ reader: inout LinkListReader, list: Int, maxLines: Int, total: inout Int)
+        throws(SQLiteError) -> Reading
+    {
+        var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)] = []
+        var sliceBytes = 0
+        var seq = 0
+        var pinRead = false
+        while true {
+            let entry: LinkListEntry?
+            do {
+                entry = try reader.next()
+            } catch .interrupted {
+                if isStopping { return .stopped }
+                try store.addLines(list: list, slice)
+                total = seq
+                return .cancelled
+            } catch {
+                seq += 1
+                let line: Int = if case .malformed(_, let line, _) = error { line } else { 0 }
+                slice.append((seq, line, "", ("bad_list", "\(error)")))
+                break
+            }
+            if !pinRead {
+                pinRead = true
+                if let pin = reader.pin { try store.setPin(list: list, milliseconds: Int(pin.components.seconds) * 1000) }
+            }
+            guard let entry else { break }
+            seq += 1
+            guard seq <= maxLines else {
+                let message = "too large: more than max-list-lines (\(maxLines)) entries; the list was read up to line \(entry.line)"
+                slice.append((seq, entry.line, "", ("bad_list", message)))
+                break
+            }
+            switch entry.url {
+            case .success(let url): slice.append((seq, entry.line, url.normalized, nil))
+            case .failure(let error): slice.append((seq, entry.line, entry.text, ("bad_url", "\(error)")))
+            }
+            sliceBytes += slice[slice.count - 1].url.utf8.count
+            if slice.count >= Self.sliceLines || sliceBytes >= Self.sliceBytes {
+                if isStopping { return .stopped }
+                try store.addLines(list: list, slice)
+                slice.removeAll(keepingCapacity: true)
+                sliceBytes = 0
+            }
+        }
+        if isStopping { return .stopped }
+        try store.addLines(list: list, slice)
+        total = seq
+        return .complete
+    }
+
+    /// Moves a file that cannot be a list to `failed/`, with a report saying why (and `code`,
+    /// the failure code, when there is one).
+    private func refuse(_ name: String, _ reason: String, code: String? = nil) {
+        log("refused \(name) in the spool: \(reason)", level: .warning)
+        let moved = folders.move(name, from: folders.spool, to: folders.failed, as: name) ?? name
+        reports.writeRefusal(name: name, reason: reason, code: code, as: moved)
+        onEvent(.refused(name: name, reason: reason))
+    }
+
+    private static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a folder"
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR, S_IFBLK: "a device"
+        default: "not a regular file"
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps the state database bounded: after a list finishes (and at start) it retires the
+/// finished lists beyond the last ``ListStore/keptFinishedLists``, deletes the URL rows of
+/// retired and abandoned lists a batch at a time, and gives the freed pages back to the
+/// filesystem. It runs on its own serial queue and takes the database's lock for one batch at
+/// a time, so claims, outcomes and `lists` go on between batches (the budgeted passes of
+/// nginx's cache manager).
+///
+/// `Sendable`: its mutable state is two atomics; the work runs on `queue`.
+final class ListPruner: Sendable {
+    /// URL rows deleted in one transaction (a few milliseconds' hold of the database).
+    static let batchRows = 5000
+    /// Free pages given back in one step (8 MiB of 4 KiB pages).
+    static let batchPages = 2048
+
+    private let store: ListStore
+    private let log: DaemonLog
+    private let queue = DispatchQueue(label: "imgd.spool-prune", qos: .utility)
+    /// True while a pass is queued and not yet started: more requests join it.
+    private let passQueued = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+
+    init(store: ListStore, log: DaemonLog) {
+        self.store = store
+        self.log = log
+    }
+
+    /// Asks for a pass (after a list finished, or a claim was abandoned). Requests made before
+    /// the queued pass starts are served by it.
+    func schedule() {
+        guard !passQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async { [self] in
+            passQueued.store(false, ordering: .releasing)
+            pass()
+        }
+    }
+
+    /// Stops between batches; returns once no pass runs. What was not pruned is at the next start.
+    func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        queue.sync {}
+    }
+
+    private var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    private func pass() {
+        guard !isStopping else { return }
+        do {
+            let retired = try store.retireFinishedLists()
+            var batches = 0
+            while !isStopping, try store.pruneBatch(limit: Self.batchRows) {
+                batches += 1
+                pause()
+            }
+            guard !isStopping else { return }
+            if batches > 0 || retired > 0, !store.reclaimsSpace {
+                convert()
+            }
+            while !isStopping, try store.reclaimSpace(pages: Self.batchPages) { pause() }
+        } catch {
+            log("cannot prune finished lists from the state database (will try after the next list): \(error)", level: .warning)
+        }
+    }
+
+    /// A breath between batches: the database's lock is not fair, and a thread waiting for it
+    /// (a claim's slice, a batch of outcomes, `lists`) gets it here rather than after the pass.
+    private func pause() {
+        usleep(1000)
+    }
+
+    /// A database made before pruning existed cannot give pages back: rewritten once, now that
+    /// only the kept lists are in it.
+    private func convert() {
+        let started = ContinuousClock.now
+        do {
+            let before = try store.size()
+            try store.convertToIncrementalVacuum()
+            let after = try store.size()
+            log("state database rewritten to give freed space back (once): \(before.used + before.free) bytes before, "
+                + "\(after.used + after.free) after, in \(ContinuousClock.now - started)", level: .notice)
+        } catch {
+            log("cannot rewrite the state database to give freed space back: \(error); freed space is reused", level: .warning)
+        }
+    }
+}
