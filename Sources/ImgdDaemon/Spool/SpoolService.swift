@@ -95,7 +95,7 @@ public final class SpoolService: @unchecked Sendable {
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
     public func start() throws(SpoolError) {
         let claimer = claimer!
-        let watcher = SpoolWatcher(folder: folders.path) { name in claimer.claim(name.display) }
+        let watcher = SpoolWatcher(folder: folders.path) { name in claimer.claim(name) }
         // Before the watcher starts: the half-made claims of the last run are dropped before
         // their files are claimed anew.
         queue.sync {
@@ -172,7 +172,7 @@ public final class SpoolService: @unchecked Sendable {
             } else {
                 // Finished: bring its file back into `.claimed/` (its old report goes). Its own file:
                 // another list of the same name may have finished since, under the dropped name.
-                let stem = record.finishedFile ?? record.name
+                let stem = record.finishedFile ?? SpoolEntryName.fileName(for: record.name)
                 _ = folders.move(stem, from: folders.failed, to: folders.claimed, as: record.claimedFile)
                 unlinkat(folders.failed, stem + ".report.json", 0)
                 runs[record.id] = ListRun(
@@ -370,7 +370,9 @@ public final class SpoolService: @unchecked Sendable {
         record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
         record.finishedAt = WallClock.nowMilliseconds()
         let destination = record.state == .done ? folders.done : folders.failed
-        let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: record.name) ?? record.name
+        // Named after the list, within NAME_MAX with its report's suffix (a long name is shortened).
+        let fileName = SpoolEntryName.fileName(for: record.name)
+        let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: fileName) ?? fileName
         reports.writeReport(for: record, as: moved, in: destination)
         try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
         // Lists beyond the kept ones leave the database, off this queue.
