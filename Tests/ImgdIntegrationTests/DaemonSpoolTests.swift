@@ -192,7 +192,7 @@ struct DaemonSpoolTests {
         try await server.shutdown()
     }
 
-    @Test("a symlink, a FIFO and a folder in the spool are refused: moved to failed/ with a report saying why")
+    @Test("a symlink, a FIFO and a folder in the spool are refused with a report in failed/ saying why: the first two removed from the spool, never moved; the folder left")
     func notRegularFiles() async throws {
         let server = try await TestHTTPServer.start()
         let scratch = try ScratchFolder()
@@ -210,19 +210,20 @@ struct DaemonSpoolTests {
         #expect(link["state"] as? String == "refused")
         #expect((link["reason"] as? String)?.contains("symbolic link") == true, "\(link)")
         var info = stat()
-        #expect(lstat(daemon.spool + "/failed/link.txt", &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+        #expect(lstat(daemon.spool + "/failed/link.txt", &info) != 0 && lstat(daemon.spool + "/link.txt", &info) != 0)
         #expect(try String(contentsOfFile: outside, encoding: .utf8) == outsideText)
         #expect(lstat(outside, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG)
 
         let pipe = try #require(await daemon.report("pipe.txt", in: "failed"), "log: \(daemon.log)")
         #expect(pipe["state"] as? String == "refused")
         #expect((pipe["reason"] as? String)?.contains("FIFO") == true, "\(pipe)")
-        #expect(lstat(daemon.spool + "/failed/pipe.txt", &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO)
+        #expect(lstat(daemon.spool + "/failed/pipe.txt", &info) != 0 && lstat(daemon.spool + "/pipe.txt", &info) != 0)
 
         let folder = try #require(await daemon.report("folder.txt", in: "failed"), "log: \(daemon.log)")
         #expect((folder["reason"] as? String)?.contains("folder") == true, "\(folder)")
+        #expect(lstat(daemon.spool + "/folder.txt", &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR)
 
-        #expect(daemon.spoolNames().filter { !$0.hasPrefix(".") } == ["done", "failed"])
+        #expect(daemon.spoolNames().filter { !$0.hasPrefix(".") } == ["done", "failed", "folder.txt"])
         #expect(try await daemon.lists().isEmpty)
         #expect(server.totalRequests == 0)
         #expect(await daemon.stop() == 0)

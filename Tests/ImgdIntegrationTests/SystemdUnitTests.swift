@@ -112,7 +112,7 @@ struct SystemdUnitTests {
     }
 
     @Test(
-        "systemd-tmpfiles --root --create makes the spool: imgd:imgd 2770, done/ and failed/ 2750",
+        "systemd-tmpfiles --root --create makes the spool: imgd:imgd 3770 (setgid and sticky), done/ and failed/ 2750",
         .enabled(if: getuid() == 0, "systemd-tmpfiles chowns to imgd: run the tests as root"))
     func tmpfiles() async throws {
         let root = try ScratchFolder()
@@ -127,7 +127,7 @@ struct SystemdUnitTests {
 
         let user = try #require(try entry("imgd", fields: 7, in: root.path + "/etc/passwd"))
         let uid = try #require(UInt32(user[2])), gid = try #require(UInt32(user[3]))
-        for (folder, mode) in [("", 0o2770), ("/done", 0o2750), ("/failed", 0o2750)] {
+        for (folder, mode) in [("", 0o3770), ("/done", 0o2750), ("/failed", 0o2750)] {
             let path = root.path + "/var/spool/imgd" + folder
             var status = stat()
             try #require(stat(path, &status) == 0, "\(path) was not created")

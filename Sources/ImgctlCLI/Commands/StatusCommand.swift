@@ -19,7 +19,7 @@ struct StatusCommand: ImgctlSubcommand {
     static func lines(_ status: JSONValue) -> [String] {
         var lines: [String] = []
         var header = "imgd"
-        if let version = status["version"]?.string { header += " " + version }
+        if let version = status["version"]?.string { header += " " + HumanFormat.text(version) }
         if let pid = status["pid"]?.int { header += " (pid \(pid))" }
         if let uptime = status["uptime_s"]?.double { header += ", up " + HumanFormat.duration(seconds: uptime) }
         lines.append(header)
@@ -31,28 +31,28 @@ struct StatusCommand: ImgctlSubcommand {
             lines.append("disk cache: " + tier(cache, extra: pinned))
         }
         if let path = status["cache"]?["path"]?.string {
-            lines.append("cache folder: \(path)")
+            lines.append("cache folder: \(HumanFormat.text(path))")
         }
         if let memory = status["memory"] {
             lines.append("memory tier: " + tier(memory, extra: nil))
         }
         // "psi-poll (/proc/pressure/memory)": the source in use, after any fallback.
         if let source = status["memory"]?["pressure_source"]?.string {
-            let path = status["memory"]?["pressure_path"]?.string.map { " (\($0))" } ?? ""
-            lines.append("memory pressure: \(source)\(path)")
+            let path = status["memory"]?["pressure_path"]?.string.map { " (\(HumanFormat.text($0)))" } ?? ""
+            lines.append("memory pressure: \(HumanFormat.text(source))\(path)")
         }
         if let events = status["pressure_events"]?.int {
             lines.append("memory pressure events: \(HumanFormat.count(events))")
         }
         if let spool = status["spool"]?.string {
-            lines.append("spool: \(spool)")
+            lines.append("spool: \(HumanFormat.text(spool))")
         }
         let degraded = status["degraded"]?.array ?? []
         if degraded.isEmpty {
             lines.append("degraded: no")
         } else {
             for entry in degraded {
-                lines.append("degraded: \(entry["code"]?.string ?? "?"): \(entry["message"]?.string ?? "")")
+                lines.append("degraded: \(HumanFormat.text(entry["code"]?.string ?? "?")): \(HumanFormat.text(entry["message"]?.string ?? ""))")
             }
         }
         return lines

@@ -68,7 +68,7 @@ struct WarmCommand: ImgctlSubcommand {
                             "file": .string(file), "name": .string(name), "path": .string(spool + "/" + name),
                         ]).compactText)
                 } else {
-                    session.output("submitted \(file) as \(name)")
+                    session.output("submitted \(HumanFormat.text(file)) as \(HumanFormat.text(name))")
                 }
             } catch {
                 anyFailed = true
@@ -92,7 +92,7 @@ struct WarmCommand: ImgctlSubcommand {
 
     /// `links.txt: done: 100 URLs: 95 cached, 5 already cached, 0 failed (12 MiB)`.
     static func summary(_ list: ListProgress) -> String {
-        var text = "\(list.name): \(list.state ?? "?"): "
+        var text = "\(HumanFormat.text(list.name)): \(HumanFormat.text(list.state ?? "?")): "
         if let total = list.total { text += "\(HumanFormat.count(total)) URL\(total == 1 ? "" : "s"): " }
         text +=
             "\(HumanFormat.count(list.cached)) cached, \(HumanFormat.count(list.alreadyCached)) already cached, "
@@ -111,15 +111,15 @@ struct WarmCommand: ImgctlSubcommand {
             return
         }
         for failure in failures.prefix(Self.failuresShown) {
-            var place = list.name
+            var place = HumanFormat.text(list.name)
             if let line = failure["line"]?.int { place += ":\(line)" }
-            let url = failure["url"]?.string ?? "?"
-            let code = failure["code"]?.string ?? "?"
-            session.warn("imgctl: \(place): \(url): \(code): \(failure["message"]?.string ?? "")")
+            let url = HumanFormat.text(failure["url"]?.string ?? "?")
+            let code = HumanFormat.text(failure["code"]?.string ?? "?")
+            session.warn("imgctl: \(place): \(url): \(code): \(HumanFormat.text(failure["message"]?.string ?? ""))")
         }
         if failures.count > Self.failuresShown {
             let more = failures.count - Self.failuresShown
-            session.warn("imgctl: \(list.name): … and \(more) more (imgctl failed --list \(list.name))")
+            session.warn("imgctl: \(HumanFormat.text(list.name)): … and \(more) more (imgctl failed --list \(HumanFormat.text(list.name)))")
         }
     }
 }

@@ -29,6 +29,14 @@ public enum HumanFormat {
         return "\(total)s"
     }
 
+    /// Text from the daemon or the command line (a list's name, a URL, a message) as it may be
+    /// shown on a terminal: control characters (C0, DEL, C1) and invalid UTF-8 escaped (`\n`,
+    /// `\x1b`, `\u009b`), so a name cannot move the cursor or rewrite the screen. Never cut:
+    /// the daemon's replies are bounded already, and a URL is copied whole.
+    public static func text(_ text: String) -> String {
+        EchoedText.escape(text, limit: nil)
+    }
+
     /// "1,234,567": thousands separated by commas (fixed, not locale-dependent, so scripts and
     /// tests see the same text everywhere).
     public static func count(_ value: Int) -> String {
@@ -47,7 +55,7 @@ public enum HumanFormat {
     static func moment(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
         switch value {
         case .string(let text):
-            return text
+            return self.text(text)
         case .some(let number) where number.double != nil:
             let raw = number.double!
             // 1e11 ms is 1973; 1e11 s is the year 5138: a value above it is milliseconds.

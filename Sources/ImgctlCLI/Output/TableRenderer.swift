@@ -1,5 +1,6 @@
 /// A plain-text table: a header row and left-aligned columns padded with spaces, the last
-/// column unpadded (it is usually a URL or a message of any length).
+/// column unpadded (it is usually a URL or a message of any length). Cells are escaped for a
+/// terminal (``HumanFormat/text(_:)``): they hold names and URLs anyone may have written.
 struct TableRenderer {
     var header: [String]
     var rows: [[String]] = []
@@ -9,7 +10,7 @@ struct TableRenderer {
     }
 
     mutating func append(_ row: [String]) {
-        rows.append(row)
+        rows.append(row.map(HumanFormat.text))
     }
 
     /// The table's lines, without newlines.

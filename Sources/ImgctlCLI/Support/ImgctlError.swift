@@ -29,7 +29,8 @@ public enum ImgctlError: Error, Equatable {
         }
     }
 
-    /// The line for stderr, `imgctl: …`; nil for ``reported(status:)``.
+    /// The line for stderr, `imgctl: …`; nil for ``reported(status:)``. What the daemon sent is
+    /// escaped for a terminal (``HumanFormat/text(_:)``).
     public var message: String? {
         switch self {
         case .unreachable(let socket, let reason, let code):
@@ -41,9 +42,9 @@ public enum ImgctlError: Error, Equatable {
         case .connectionLost(let socket):
             return "imgctl: imgd closed the connection at \(socket)"
         case .daemon(let code, let message):
-            return "imgctl: \(code): \(message)"
+            return "imgctl: \(HumanFormat.text(code)): \(HumanFormat.text(message))"
         case .badReply(let what):
-            return "imgctl: bad reply from imgd: \(what)"
+            return "imgctl: bad reply from imgd: \(HumanFormat.text(what))"
         case .local(let what):
             return "imgctl: \(what)"
         case .reported:

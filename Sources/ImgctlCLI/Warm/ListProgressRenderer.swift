@@ -23,7 +23,7 @@ final class ListProgressRenderer {
 
     /// Shows the lists' current progress.
     func draw(_ lists: [ListProgress], now: ContinuousClock.Instant = .now) {
-        let nameWidth = min(Self.nameWidth, lists.map(\.name.count).max() ?? 0)
+        let nameWidth = min(Self.nameWidth, lists.map { HumanFormat.text($0.name).count }.max() ?? 0)
         if isTerminal {
             // Up over the previous drawing, then each line cleared and rewritten.
             var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
@@ -47,7 +47,7 @@ final class ListProgressRenderer {
 
     /// `links.txt  [##########..............]  45/100  cached 40, already 5, failed 0`.
     static func line(_ list: ListProgress, nameWidth: Int) -> String {
-        var name = list.name
+        var name = HumanFormat.text(list.name)
         if name.count > nameWidth, nameWidth > 1 { name = String(name.prefix(nameWidth - 1)) + "…" }
         name += String(repeating: " ", count: max(0, nameWidth - name.count))
         guard let state = list.state else { return "\(name)  waiting for imgd to claim it" }

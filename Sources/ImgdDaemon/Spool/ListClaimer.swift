@@ -11,8 +11,9 @@ import Glibc
 /// claim holds up only the claims queued behind it, never the lists being warmed, `cancel`,
 /// `lists` or a stop (which ``SpoolService`` serves on its own queue).
 ///
-/// A claim opens the file with `O_NOFOLLOW` (a symlink, FIFO or folder is refused and moved to
-/// `failed/` with a report saying why), streams its URLs into the state database
+/// A claim looks at the entry first (see ``ListClaimer/Refusal``: what is not a regular file
+/// with one link is refused with a report in `failed/`), opens it with `O_NOFOLLOW` by its name's
+/// bytes (``SpoolEntryName``), streams its URLs into the state database
 /// (``ListStore``) in slices, and only then moves it to `.claimed/` and hands the list to
 /// `onClaimed`. A crash before the move leaves the file in the spool and the half-made claim is
 /// dropped at the next start (``SpoolService``'s resume); after the move the list resumes.
@@ -30,16 +31,19 @@ final class ListClaimer: Sendable {
     static let sliceLines = 5000
     static let sliceBytes = 4 << 20
 
-    private let folders: SpoolFolders
+    // Not private: used by ListClaimer+Refusal.
+    let folders: SpoolFolders
     private let store: ListStore
-    private let reports: ListReportWriter
+    let reports: ListReportWriter
     private let pruner: ListPruner
-    private let log: DaemonLog
-    private let onEvent: @Sendable (SpoolEvent) -> Void
+    let log: DaemonLog
+    let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
     private let queue = DispatchQueue(label: "imgd.spool-claim")
     /// Set by ``stop()``: a claim in progress gives up between slices, and queued claims return.
     private let stopRequested = Atomic<Bool>(false)
+    /// Folders dropped in the spool and reported in this run: left in place, reported once.
+    let reportedFolders = Mutex<Set<SpoolEntryName>>([])
     private let limits: Mutex<SpoolLimits>
     /// The claim in progress, as `lists` shows it (`claiming`), and the `cancel`s waiting on it.
     private let current = Mutex<CurrentClaim?>(nil)
@@ -86,7 +90,7 @@ final class ListClaimer: Sendable {
 
     /// Queues the claim of the spool entry `name` (a name reported twice is claimed once: the
     /// second finds it gone).
-    func claim(_ name: String) {
+    func claim(_ name: SpoolEntryName) {
         queue.async { [self] in claimNow(name) }
     }
 
@@ -139,24 +143,30 @@ final class ListClaimer: Sendable {
         for continuation in waiting { continuation.resume(returning: cancelled) }
     }
 
-    private func claimNow(_ name: String) {
-        guard !isStopping, !SpoolWatcher.isIgnored(name) else { return }
-        let fd = openat(folders.spool, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd < 0 {
-            switch errno {
-            case ENOENT: return  // claimed already (a name can be reported twice) or removed
-            case ELOOP: refuse(name, "it is a symbolic link; link lists must be regular files")
-            case ENXIO: refuse(name, "it is a socket; link lists must be regular files")
-            default: refuse(name, "it cannot be opened: \(String(cString: strerror(errno)))")
-            }
-            return
-        }
+    private func claimNow(_ entry: SpoolEntryName) {
+        guard !isStopping, !entry.isIgnored else { return }
+        // The list's name from here on (`lists`, reports, the log); the file is still `entry`.
+        let name = entry.display
+        // Looked at before it is opened: opening a FIFO or a device does things.
         var info = stat()
+        guard entry.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            return  // gone: claimed already (a name can be reported twice) or removed
+        }
+        if let refusal = Refusal(info) { return refuse(entry, refusal) }
+        let fd = entry.withCString { openat(folders.spool, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        if fd < 0 {
+            let code = errno
+            guard code != ENOENT else { return }
+            // Replaced since the look (ELOOP: now a symlink) or unreadable: look again.
+            if entry.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0, let refusal = Refusal(info) {
+                return refuse(entry, refusal)
+            }
+            return refuse(entry, movingItBecause: "it cannot be opened: \(String(cString: strerror(code)))")
+        }
         fstat(fd, &info)
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+        if let refusal = Refusal(info) {
             close(fd)
-            refuse(name, "it is \(Self.kind(info.st_mode)); link lists must be regular files")
-            return
+            return refuse(entry, refusal)
         }
         let limits = limits.withLock { $0 }
         // The size when claimed, and the most that is read: a writer still appending (or a
@@ -165,7 +175,7 @@ final class ListClaimer: Sendable {
         guard size <= limits.maxListBytes else {
             close(fd)
             refuse(
-                name, "too large: the file is \(size) bytes (\(ByteCount(size))), more than max-list-bytes (\(ByteCount(limits.maxListBytes)))",
+                entry, movingItBecause: "too large: the file is \(size) bytes (\(ByteCount(size))), more than max-list-bytes (\(ByteCount(limits.maxListBytes)))",
                 code: "bad_list")
             return
         }
@@ -174,7 +184,7 @@ final class ListClaimer: Sendable {
         do {
             reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
         } catch {
-            refuse(name, "\(error)")
+            refuse(entry, movingItBecause: "\(error)")
             return
         }
         let record: ListRecord
@@ -207,7 +217,7 @@ final class ListClaimer: Sendable {
             log("stopping: list \(name) left in the spool, to be claimed at the next start")
             return
         }
-        guard folders.move(name, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
+        guard folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
             log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
@@ -279,24 +289,5 @@ final class ListClaimer: Sendable {
         try store.addLines(list: list, slice)
         total = seq
         return .complete
-    }
-
-    /// Moves a file that cannot be a list to `failed/`, with a report saying why (and `code`,
-    /// the failure code, when there is one).
-    private func refuse(_ name: String, _ reason: String, code: String? = nil) {
-        log("refused \(name) in the spool: \(reason)", level: .warning)
-        let moved = folders.move(name, from: folders.spool, to: folders.failed, as: name) ?? name
-        reports.writeRefusal(name: name, reason: reason, code: code, as: moved)
-        onEvent(.refused(name: name, reason: reason))
-    }
-
-    private static func kind(_ mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFDIR: "a folder"
-        case S_IFIFO: "a FIFO"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR, S_IFBLK: "a device"
-        default: "not a regular file"
-        }
     }
 }

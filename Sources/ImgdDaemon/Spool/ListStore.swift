@@ -155,7 +155,8 @@ public final class ListStore: Sendable {
     // MARK: - Claiming
 
     /// Starts claiming a list: its row, in state `claiming`, named `name` (with `~N` added when
-    /// a list in progress has that name). Its file's name in `.claimed/` is `<id>.<file name>`.
+    /// a list in progress has that name). Its file's name in `.claimed/` is `<id>.<file name>`,
+    /// the file name shortened when long (``SpoolEntryName/fileName(for:)``: within NAME_MAX).
     /// `owner` is the uid that owns the file (it may cancel the list).
     public func beginClaim(fileName: String, format: String, pinMilliseconds: Int?, at time: Int, owner: UInt32? = nil)
         throws(SQLiteError) -> ListRecord
@@ -189,7 +190,7 @@ public final class ListStore: Sendable {
                 statement.reset()
                 let file = try connection.statement("UPDATE lists SET claimed_file = ?2 WHERE id = ?1")
                 file.bind(1, id)
-                file.bind(2, "\(id).\(fileName)")
+                file.bind(2, "\(id).\(SpoolEntryName.fileName(for: fileName))")
                 try file.step()
                 return id
             }

@@ -81,7 +81,7 @@ public final class SpoolService: @unchecked Sendable {
         path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
         log: DaemonLog, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
-        folders = try SpoolFolders(path: path)
+        folders = try SpoolFolders(path: path, log: log)
         reports = ListReportWriter(folders: folders, store: store, log: log)
         pruner = ListPruner(store: store, log: log)
         self.store = store
@@ -182,7 +182,7 @@ public final class SpoolService: @unchecked Sendable {
             } else {
                 // Finished: bring its file back into `.claimed/` (its old report goes). Its own file:
                 // another list of the same name may have finished since, under the dropped name.
-                let stem = record.finishedFile ?? record.name
+                let stem = record.finishedFile ?? SpoolEntryName.fileName(for: record.name)
                 _ = folders.move(stem, from: folders.failed, to: folders.claimed, as: record.claimedFile)
                 unlinkat(folders.failed, stem + ".report.json", 0)
                 runs[record.id] = ListRun(
@@ -380,7 +380,9 @@ public final class SpoolService: @unchecked Sendable {
         record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
         record.finishedAt = WallClock.nowMilliseconds()
         let destination = record.state == .done ? folders.done : folders.failed
-        let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: record.name) ?? record.name
+        // Named after the list, within NAME_MAX with its report's suffix (a long name is shortened).
+        let fileName = SpoolEntryName.fileName(for: record.name)
+        let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: fileName) ?? fileName
         reports.writeReport(for: record, as: moved, in: destination)
         try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
         // Lists beyond the kept ones leave the database, off this queue.

@@ -10,10 +10,18 @@ import Glibc
 /// - A regular file is reported when its writer closes it (`IN_CLOSE_WRITE`) or when it is
 ///   renamed into the folder (`IN_MOVED_TO`): never while it is still being written.
 /// - Anything created in place that is not a regular file (a symlink, a FIFO, a socket, a
-///   folder) is reported at once (`IN_CREATE`), so it can be refused with a reason; a regular
-///   file's `IN_CREATE` is ignored (its close follows).
+///   folder) is reported at once (`IN_CREATE`), so it can be refused with a reason; so is a
+///   regular file with more than one link, a hard link placed with `ln`, which no close
+///   follows.
+/// - A regular file with one link that appears in place (`IN_CREATE`) was either made by
+///   `open(O_CREAT)`, whose `IN_OPEN` the kernel queues in the same call (its close follows:
+///   it is reported then), or placed by a link whose other name is already gone (`ln` then
+///   `rm`, `linkat` of an `O_TMPFILE`), which nothing opens or closes here. So a created name
+///   with no `IN_OPEN` after it when the queue is drained is looked at again
+///   ``placedCheckDelay`` later, and reported if still unopened.
 /// - Names starting with `.` or ending in `.tmp` or `.part` are the writers' own and never
-///   reported; so are the spool's folders `done` and `failed`.
+///   reported; so are the spool's folders `done` and `failed`. Names are passed as bytes
+///   (``SpoolEntryName``): one that is not valid UTF-8 is reported like any other.
 /// - At start the watch is set first, then the folder is listed, so a file dropped in between
 ///   is reported (perhaps twice: the claimer ignores a name that is gone). After an inotify
 ///   queue overflow the folder is listed again.
@@ -24,11 +32,18 @@ public final class SpoolWatcher: Sendable {
     /// The spool folder.
     public let folder: String
     private let queue = DispatchQueue(label: "imgd.spool-watch")
-    private let onName: @Sendable (String) -> Void
+    private let onName: @Sendable (SpoolEntryName) -> Void
     private let source: Mutex<DispatchSourceRead?> = Mutex(nil)
+    /// Names created in place and not opened yet, and whether a look at them is due; only
+    /// touched on `queue` (the mutex makes that checkable, it is never contended).
+    private let created = Mutex<(names: Set<SpoolEntryName>, checkDue: Bool, stopped: Bool)>(([], false, false))
+
+    /// How long after its `IN_CREATE` a regular file that nothing opened is taken as placed by
+    /// a link (100 ms): far longer than the rest of the `open()` call that queues its `IN_OPEN`.
+    static let placedCheckDelay = DispatchTimeInterval.milliseconds(100)
 
     /// A watcher of `folder`, calling `onName` for each candidate name.
-    public init(folder: String, onName: @escaping @Sendable (String) -> Void) {
+    public init(folder: String, onName: @escaping @Sendable (SpoolEntryName) -> Void) {
         self.folder = folder
         self.onName = onName
     }
@@ -37,7 +52,7 @@ public final class SpoolWatcher: Sendable {
     public func start() throws(SpoolError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw .cannotWatch(path: folder, errno: errno) }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_OPEN | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
         guard inotify_add_watch(fd, folder, mask) >= 0 else {
             let code = errno
             close(fd)
@@ -59,16 +74,14 @@ public final class SpoolWatcher: Sendable {
 
     /// Stops watching; no `onName` call starts after this returns.
     public func stop() {
+        // First: a look still due then neither reads the descriptor (closed by the cancel
+        // handler, on the queue) nor reports.
+        created.withLock { $0.stopped = true }
         source.withLock { source in
             source?.cancel()
             source = nil
         }
         queue.sync {}
-    }
-
-    /// True for a name a writer may still be using, or one of the spool's own.
-    public static func isIgnored(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix(".tmp") || name.hasSuffix(".part") || name == "done" || name == "failed"
     }
 
     private func drain(_ fd: Int32) {
@@ -89,29 +102,75 @@ public final class SpoolWatcher: Sendable {
                     rescan()
                     continue
                 }
-                guard !nameBytes.isEmpty, let name = String(validating: nameBytes, as: UTF8.self), !Self.isIgnored(name)
-                else { continue }
+                let name = SpoolEntryName(bytes: nameBytes)
+                guard !nameBytes.isEmpty, !name.isIgnored else { continue }
+                if mask & UInt32(IN_OPEN) != 0 {
+                    // Opened: if it was just created, by its writer, whose close will come.
+                    created.withLock { _ = $0.names.remove(name) }
+                    continue
+                }
                 if mask & UInt32(IN_CREATE) != 0 {
-                    // Only what can never be closed after writing: a regular file will be.
-                    var info = stat()
-                    guard lstat(folder + "/" + name, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG else { continue }
+                    // At once what will never be closed after writing: anything but a regular
+                    // file, and a hard link (`ln`) to one written elsewhere.
+                    guard let info = status(of: name) else { continue }
+                    if (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 {
+                        created.withLock { _ = $0.names.insert(name) }
+                        continue
+                    }
+                } else {
+                    created.withLock { _ = $0.names.remove(name) }
                 }
                 onName(name)
             }
+            scheduleCreatedCheck(fd)
+        }
+    }
+
+    /// Looks again, ``placedCheckDelay`` from now, at names created in place and not opened.
+    private func scheduleCreatedCheck(_ fd: Int32) {
+        let due = created.withLock { state in
+            guard !state.names.isEmpty, !state.checkDue else { return false }
+            state.checkDue = true
+            return true
+        }
+        guard due else { return }
+        queue.asyncAfter(deadline: .now() + Self.placedCheckDelay) { [self] in
+            guard let waited = created.withLock({ $0.stopped ? nil : $0.names }) else { return }
+            drain(fd)  // an `IN_OPEN` still in the queue clears its name first
+            // Only the names that have waited the whole delay; newer ones get a look of their own.
+            let placed = created.withLock { state in
+                let placed = state.names.intersection(waited)
+                state.names.subtract(placed)
+                state.checkDue = false
+                return placed
+            }
+            for name in placed.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) { onName(name) }
+            scheduleCreatedCheck(fd)
         }
     }
 
     private func rescan() {
         guard let handle = opendir(folder) else { return }
         defer { closedir(handle) }
-        var names: [String] = []
+        var names: [SpoolEntryName] = []
         while let entry = readdir(handle) {
+            // The name's bytes as they are (not repaired into text: that would be another name).
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+                SpoolEntryName(bytes: raw.prefix { $0 != 0 })
             }
-            if name != ".", name != "..", !Self.isIgnored(name) { names.append(name) }
+            if !name.isIgnored { names.append(name) }  // `.` and `..` start with a dot
         }
-        for name in names.sorted() { onName(name) }
+        for name in names.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) { onName(name) }
+    }
+
+    /// `lstat` of the entry `name` in the folder.
+    private func status(of name: SpoolEntryName) -> stat? {
+        var info = stat()
+        let path = Array((folder + "/").utf8) + name.bytes + [0]
+        let result = path.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { lstat($0.baseAddress!, &info) }
+        }
+        return result == 0 ? info : nil
     }
 }
 

@@ -1,3 +1,5 @@
+import ImgdCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +11,17 @@ import Glibc
 /// entry's priority; otherwise lines are plain `imgd: message` (with the level word for
 /// warnings and errors). Each line goes out in one `write(2)`, so lines from different threads
 /// never interleave.
+///
+/// A message is escaped here, whole (``EchoedText``): control characters and invalid UTF-8 in
+/// it become `\n`, `\x1b`, … and it is cut after ``messageLimit`` bytes. So whatever a call
+/// site puts in a message — a list's name, a URL, a line of a list — it stays one line, and no
+/// name can forge a line of its own (`evil\n<0>imgd: FAKE EMERGENCY` at emergency priority).
+/// Call sites do not escape (a backslash would show doubled).
 public struct DaemonLog: Sendable {
+    /// Bytes of a message kept, at most (4 KiB): room for a few names and echoed lines, each cut
+    /// at 512 bytes where it is quoted; past it a message is junk being echoed.
+    public static let messageLimit = 4096
+
     /// Syslog priorities, as journald reads them.
     public enum Level: Int32, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
@@ -29,6 +41,7 @@ public struct DaemonLog: Sendable {
     public var usesJournalPriorities: Bool { journal }
 
     public func callAsFunction(_ message: String, level: Level = .info) {
+        let message = EchoedText.escape(message, limit: Self.messageLimit)
         let line: String
         if journal {
             line = "<\(level.rawValue)>\(message)\n"

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+@testable import ImgdDaemon
+
+/// The daemon's log is the sink for every message: whatever a message quotes, it is one line.
+@Suite("Daemon log")
+struct DaemonLogTests {
+    /// What `log` wrote to a pipe, as text.
+    private func written(journal: Bool, _ body: (DaemonLog) -> Void) throws -> String {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        var info = stat()
+        fstat(fds[1], &info)
+        let stream = journal ? ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"] : [:]
+        let log = DaemonLog(environment: stream, descriptor: fds[1])
+        #expect(log.usesJournalPriorities == journal)
+        body(log)
+        close(fds[1])
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test("a name with a newline and <0> cannot forge a journald line; ESC and C1 are escaped")
+    func forgedLine() throws {
+        let text = try written(journal: true) { log in
+            log("claimed list evil\n<0>imgd: FAKE EMERGENCY: 1 lines")
+            log("refused a\u{1B}[2J\u{9B}b\r", level: .warning)
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines == [#"<6>claimed list evil\n<0>imgd: FAKE EMERGENCY: 1 lines"#, #"<4>refused a\x1b[2J\u009bb\r"#, ""])
+    }
+
+    @Test("without the journal: one plain line; a huge message is cut with a marker")
+    func plainAndCut() throws {
+        let text = try written(journal: false) { log in
+            log("x\ny", level: .error)
+            log(String(repeating: "a", count: DaemonLog.messageLimit + 100))
+        }
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0] == #"imgd: error: x\ny"#)
+        #expect(lines[1].hasSuffix("a…[100 more bytes]"))
+        #expect(lines[1].utf8.count < DaemonLog.messageLimit + 40)
+    }
+}
