@@ -304,7 +304,7 @@ struct DaemonCommands {
                     try disk.checkAll(removingOrphans: false) { entry, problem in
                         memory.remove(entry.key)
                         bytes += entry.bytes
-                        log("fsck: removed \(entry.url): \(problem)", level: .warning)
+                        log("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", level: .warning)
                     }
                 }
                 continuation.resume(returning: checked.map { ($0, bytes) })
@@ -335,28 +335,28 @@ struct DaemonCommands {
             }
             switch outcome {
             case .cancelled(let pending):
-                logChange("cancel: list \(name)")
+                logChange("cancel: list \(EchoedText.cut(name))")
                 return ["cancelled": JSONValue(pending)]
             case .notFound:
-                throw .notFound("no list in progress is named \(name)")
+                throw .notFound("no list in progress is named \(EchoedText.cut(name))")
             case .forbidden(let owner):
-                // Escaped: a list's name is whatever its dropper chose (the reply carries it as given).
-                services.log("refused cancel of list \(EchoedText.escape(name)): forbidden (by \(peer))", level: .notice)
+                // Cut: the name is the client's text (the log escapes it; the reply cuts it too).
+                services.log("refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))", level: .notice)
                 let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
                 throw .forbidden(
-                    "list \(name) was dropped by \(whose); cancelling another user's list is allowed only to "
+                    "list \(EchoedText.cut(name)) was dropped by \(whose); cancelling another user's list is allowed only to "
                         + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
             }
         }
         let url = try url()
         services.downloader.cancel(url: url)
-        logChange("cancel: \(url.normalized)")
+        logChange("cancel: \(EchoedText.cut(url.normalized))")
         return ["cancelled": 1]
     }
 
     private func failed() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
-            guard let failures = services.spool.failures(list: name) else { throw .notFound("no list is named \(name)") }
+            guard let failures = services.spool.failures(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
             return ["failures": .array(failures.map {
                 ["url": .string($0.url), "code": .string($0.code), "message": .string($0.message), "list": .string(name), "line": JSONValue($0.line)]
             })]
@@ -370,15 +370,15 @@ struct DaemonCommands {
     private func retry() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
             services.downloader.forgetFailures()
-            guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(name)") }
-            logChange("retry: list \(name), \(requeued) URLs")
+            guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
+            logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
             return ["requeued": JSONValue(requeued)]
         }
         if request.value("url") != nil {
             let url = try url()
             services.downloader.forgetFailures(of: url)
             services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch) { _, _ in }
-            logChange("retry: \(url.normalized)")
+            logChange("retry: \(EchoedText.cut(url.normalized))")
             return ["requeued": 1]
         }
         try requirePrivilege(for: "retry of every remembered failure (no url, no list)")
