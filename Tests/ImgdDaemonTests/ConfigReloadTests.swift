@@ -51,6 +51,10 @@ struct ConfigReloadTests {
         },
         Change(key: "max-connections", value: .integer(8), reloadable: false) { $0.maxConnections == 8 },
         Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
+        // Memory bounds on what clients ask for (issue 15 §1).
+        Change(key: "max-add-urls", value: .integer(500), reloadable: true) { $0.maxAddURLs == 500 },
+        Change(key: "max-queued", value: .integer(2_000), reloadable: true) { $0.maxQueued == 2_000 },
+        Change(key: "max-data-bytes", value: .string("1MiB"), reloadable: true) { $0.maxDataBytes == 1 << 20 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

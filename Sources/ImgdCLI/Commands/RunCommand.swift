@@ -48,6 +48,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Control socket connections at once (default 256).") var maxConnections: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
+    // Memory bounds on what clients ask for (issue 15 §1).
+    @Option(help: "URLs in one add request (default 10000).") var maxAddUrls: String?
+    @Option(help: "Requests held for clients (add, get without waiting, list windows) before add is refused with queue_full (default 100000).")
+    var maxQueued: String?
+    @Option(help: "Largest image get returns inline with data: true (default 4MiB; larger is too_large).") var maxDataBytes: String?
 
     func run() async throws {
         var flags: [(key: String, value: String)] = []
@@ -59,6 +64,7 @@ struct RunCommand: AsyncParsableCommand {
             ("deny", deny.isEmpty ? nil : deny.joined(separator: ",")), ("deny-defaults", denyDefaults),
             ("max-connections", maxConnections),
             ("pressure-threshold", pressureThreshold),
+            ("max-add-urls", maxAddUrls), ("max-queued", maxQueued), ("max-data-bytes", maxDataBytes),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }
         var environment: [String: String] = [:]

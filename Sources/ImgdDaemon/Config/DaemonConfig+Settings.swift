@@ -45,6 +45,10 @@ extension DaemonConfig {
             guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
             return number
         },
+        // Memory bounds on what clients ask for (issue 15 §1).
+        .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true),
+        .integer("max-queued", \.maxQueued, 1...100_000_000, reloadable: true),
+        .bytes("max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true),
     ]
 
     /// Every setting's name, in the order `--help` lists them.

@@ -426,6 +426,27 @@ public final class ListStore: Sendable {
         }
     }
 
+    /// One page of `list`'s failed URLs, in list order: those after `seq` (the last one of the
+    /// previous page; 0 for the first), at most `limit`, each with its seq (the next cursor).
+    /// Read by the `(list_id, state, seq)` index: a page costs its own rows, wherever it starts.
+    public func failures(list: Int, afterSeq seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, failure: ListFailure)] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT seq, line, url, code, message FROM list_urls WHERE list_id = ?1 AND state = 3 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, seq)
+            statement.bind(3, limit)
+            var found: [(seq: Int, failure: ListFailure)] = []
+            while try statement.step() {
+                found.append((statement.int(0), ListFailure(
+                    line: statement.int(1), url: statement.string(2) ?? "", code: statement.string(3) ?? "",
+                    message: statement.string(4) ?? "")))
+            }
+            return found
+        }
+    }
+
     /// Failure counts of `list` by error code.
     public func failureCounts(list: Int) throws(SQLiteError) -> [String: Int] {
         try connection.withLock { connection throws(SQLiteError) in
