@@ -253,21 +253,24 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
             return
         }
         isRunning = true
-        let promise = context.eventLoop.makePromise(of: Result<JSONValue, ControlError>.self)
-        running = promise.completeWithTask { await handler.handle(request) }
+        let promise = context.eventLoop.makePromise(of: ByteBuffer.self)
+        let id = request.id
+        // Encoded in the task, off the event loop: a large reply (an image's base64, up to
+        // max-data-bytes) would otherwise hold up every other connection on the loop.
+        running = promise.completeWithTask { ControlLine.reply(id: id, await handler.handle(request)) }
         promise.futureResult.assumeIsolated().whenComplete { [self] outcome in
             running = nil
             isRunning = false
             waitingRequests -= 1
             guard state != .closed else { return }
-            let result: Result<JSONValue, ControlError>
+            let line: ByteBuffer
             switch outcome {
-            case .success(let answer): result = answer
-            case .failure(let error): result = .failure(.other(code: "internal", message: "the command failed: \(error)"))
+            case .success(let encoded): line = encoded
+            case .failure(let error): line = ControlLine.reply(id: id, .failure(.other(code: "internal", message: "the command failed: \(error)")))
             }
             // This reply and those of the pipelined requests answered at once after it: one write.
             collectingOutput = true
-            write(ControlLine.reply(id: request.id, result), isEvent: false)
+            write(line, isEvent: false)
             drain()
             endOutputBatch()
         }
