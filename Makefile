@@ -11,7 +11,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
-.PHONY: run test build deps test-deps bench clean
+.PHONY: run test build deps test-deps bench bench-abuse clean
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
@@ -49,6 +49,13 @@ test: test-deps
 
 bench: deps
 	bench/prefetch-bench.sh
+
+# Issue 15's abuse patterns at once against the release imgd (needs root: nginx, a loop mount);
+# ABUSE_ARGS=--quick for a 10 s smoke. Peak RSS and the well-behaved requests answered go to
+# bench/RESULTS.md.
+ABUSE_ARGS ?=
+bench-abuse: deps
+	bench/abuse-load.sh $(ABUSE_ARGS)
 
 clean:
 	rm -rf .build imgd-data

@@ -21,6 +21,7 @@ public final class Downloader: Sendable {
     public let policy: DownloadPolicy
     private let engine: TransferEngine
     private let submitterSerial = Atomic<UInt64>(0)
+    private let held = HeldRequests()
 
     /// Starts a downloader writing into `cache` under `policy`.
     public init(cache: DiskCache, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
@@ -41,7 +42,8 @@ public final class Downloader: Sendable {
         _ url: ImageURL, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
     ) async throws(DownloadError) -> CachedImage {
         if let image = cachedImage(for: url) { return image }
-        let token = FetchToken(url: url, priority: priority, submitter: submitter)
+        _ = held.take(1, limit: nil)
+        let token = FetchToken(url: url, priority: priority, submitter: submitter, held: held)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard token.attach(continuation) else { return }
@@ -59,28 +61,42 @@ public final class Downloader: Sendable {
     /// `handler` runs on the downloader's own thread (or the caller's, for URLs already on
     /// disk): keep it short — count, log, signal — and never block in it. A URL appearing twice
     /// is answered twice. Withdraw the lot with ``cancel(submitter:)``.
+    ///
+    /// With `limit`, the request is all or nothing: when the URLs not on disk would take
+    /// ``heldRequests`` past `limit`, nothing is requested, `handler` is never called, and the
+    /// result is false. Without it (the spool's windows, bounded by their own size) it is
+    /// always taken, and counted all the same.
+    @discardableResult
     public func prefetch(
-        _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch,
+        _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: Int? = nil,
         handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
-    ) {
-        var tokens: [FetchToken] = []
-        tokens.reserveCapacity(urls.count)
+    ) -> Bool {
         let keys = urls.map(\.cacheKey)
         let cached = cache.lookup(keys)
+        var missing: [ImageURL] = []
+        for (url, key) in zip(urls, keys) where cached[key] == nil { missing.append(url) }
+        // Decided before any handler runs, so a refused request has no effect at all.
+        guard held.take(missing.count, limit: limit) else { return false }
         let now = WallClock.nowMilliseconds()
         for (url, key) in zip(urls, keys) {
-            if let found = cached[key] {
-                cache.index.recordAccess(key, at: now)
-                handler(url, .success(CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)))
-            } else {
-                tokens.append(FetchToken(url: url, priority: priority, submitter: submitter, handler: handler))
-            }
+            guard let found = cached[key] else { continue }
+            cache.index.recordAccess(key, at: now)
+            handler(url, .success(CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)))
         }
-        guard !tokens.isEmpty else { return }
+        guard !missing.isEmpty else { return true }
+        let tokens = missing.map {
+            FetchToken(url: $0, priority: priority, submitter: submitter, held: held, handler: handler)
+        }
         if !engine.send(.fetchAll(tokens)) {
             for token in tokens { token.answer(.failure(.cancelled)) }
         }
+        return true
     }
+
+    /// Requests handed to the engine and not answered yet (queued, running, publishing, waiting
+    /// for a retry), from ``fetch(_:priority:submitter:)`` and ``prefetch(_:submitter:priority:limit:handler:)``
+    /// alike, one per URL per request. Exact at the time it is read, and cheap to read.
+    public var heldRequests: Int { held.value }
 
     /// The image for `url` if the disk tier has it (checked: see ``DiskCache/lookup(_:)``).
     private func cachedImage(for url: ImageURL) -> CachedImage? {
@@ -118,6 +134,15 @@ public final class Downloader: Sendable {
     public func rememberedFailures() async -> [(url: String, error: DownloadError)] {
         await withCheckedContinuation { continuation in
             if !engine.send(.listFailures { continuation.resume(returning: $0) }) { continuation.resume(returning: []) }
+        }
+    }
+
+    /// One page of the remembered failures, in URL order: those after `after` (from the first
+    /// when nil), at most `limit` (see ``RememberedFailurePage``).
+    public func rememberedFailures(after: String?, limit: Int) async -> RememberedFailurePage {
+        await withCheckedContinuation { continuation in
+            let sent = engine.send(.listFailurePage(after: after, limit: limit) { continuation.resume(returning: $0) })
+            if !sent { continuation.resume(returning: RememberedFailurePage(of: [], after: nil, limit: limit)) }
         }
     }
 

@@ -56,6 +56,10 @@ struct ConfigReloadTests {
         // Spool claims (issue 15 §3): what the claimer is given.
         Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
         Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },
+        // Memory bounds on what clients ask for (issue 15 §1).
+        Change(key: "max-add-urls", value: .integer(500), reloadable: true) { $0.maxAddURLs == 500 },
+        Change(key: "max-queued", value: .integer(2_000), reloadable: true) { $0.maxQueued == 2_000 },
+        Change(key: "max-data-bytes", value: .string("1MiB"), reloadable: true) { $0.maxDataBytes == 1 << 20 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

@@ -1,6 +1,8 @@
 import ArgumentParser
 
 /// `imgctl failed [--list NAME]`: the downloads that failed recently, or a list's failures.
+/// The daemon answers in pages (at most 1,000 failures a reply); this follows each page's
+/// `next` until the last, printing as it goes, so the output is whole and memory stays flat.
 struct FailedCommand: ImgctlSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "failed",
@@ -13,21 +15,28 @@ struct FailedCommand: ImgctlSubcommand {
 
     func execute(in context: ImgctlContext) throws(ImgctlError) {
         let session = try ControlSession(connection, context: context)
-        let result = try session.call("failed", list.map { ["list": .string($0)] } ?? [:])
-        guard !session.json else { return }
-        let failures = result["failures"]?.array ?? []
-        guard !failures.isEmpty else {
-            session.output("no failures")
-            return
+        var arguments: [String: JSONValue] = list.map { ["list": .string($0)] } ?? [:]
+        var shown = 0
+        while true {
+            // With --json each page's reply line is printed as it comes.
+            let result = try session.call("failed", arguments)
+            let failures = result["failures"]?.array ?? []
+            if !session.json, !failures.isEmpty {
+                // One table per page: columns are sized by the page, the header printed once.
+                var table = TableRenderer(header: ["CODE", "WHERE", "URL", "MESSAGE"])
+                for failure in failures {
+                    var place = failure["list"]?.string ?? "-"
+                    if let line = failure["line"]?.int { place += ":\(line)" }
+                    table.append([
+                        failure["code"]?.string ?? "?", place, failure["url"]?.string ?? "?", failure["message"]?.string ?? "",
+                    ])
+                }
+                for line in table.lines().dropFirst(shown == 0 ? 0 : 1) { session.output(line) }
+            }
+            shown += failures.count
+            guard let next = result["next"]?.string else { break }
+            arguments["after"] = .string(next)
         }
-        var table = TableRenderer(header: ["CODE", "WHERE", "URL", "MESSAGE"])
-        for failure in failures {
-            var place = failure["list"]?.string ?? "-"
-            if let line = failure["line"]?.int { place += ":\(line)" }
-            table.append([
-                failure["code"]?.string ?? "?", place, failure["url"]?.string ?? "?", failure["message"]?.string ?? "",
-            ])
-        }
-        for line in table.lines() { session.output(line) }
+        if !session.json, shown == 0 { session.output("no failures") }
     }
 }

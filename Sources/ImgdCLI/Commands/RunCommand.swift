@@ -60,6 +60,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "A list file larger than this when claimed is refused unread (default 1GiB).") var maxListBytes: String?
     @Option(help: "Entries read from one list, at most; the rest is a bad_list failure (default 10000000).")
     var maxListLines: String?
+    // Memory bounds on what clients ask for (issue 15 §1).
+    @Option(help: "URLs in one add request (default 10000).") var maxAddUrls: String?
+    @Option(help: "Requests held for clients (add, get without waiting, list windows) before add is refused with queue_full (default 100000).")
+    var maxQueued: String?
+    @Option(help: "Largest image get returns inline with data: true (default 4MiB; larger is too_large).") var maxDataBytes: String?
 
     func run() async throws {
         var flags: [(key: String, value: String)] = []
@@ -73,6 +78,7 @@ struct RunCommand: AsyncParsableCommand {
             ("max-connections-per-peer", maxConnectionsPerPeer), ("admin-group", adminGroup),
             ("pressure-threshold", pressureThreshold),
             ("max-list-bytes", maxListBytes), ("max-list-lines", maxListLines),
+            ("max-add-urls", maxAddUrls), ("max-queued", maxQueued), ("max-data-bytes", maxDataBytes),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }
         var environment: [String: String] = [:]

@@ -147,6 +147,12 @@ struct DaemonCommands {
     // MARK: - Fetching
 
     private func add() throws(ControlError) -> JSONValue {
+        let config = services.config.withLock { $0 }
+        // Counted before the strings are taken out: the parsed line is all this costs.
+        if let count = request.value("urls")?.arrayValue?.count, count > config.maxAddURLs {
+            throw .invalidArgument(
+                field: "urls", reason: "\(count) URLs, over the limit of \(config.maxAddURLs) in one add (max-add-urls); send them in several")
+        }
         let texts = try request.strings("urls")
         let priority = try request.choice("priority", of: ["high", "normal"], default: "normal")
         let pin = try pinDuration()
@@ -162,8 +168,8 @@ struct DaemonCommands {
         let events = services.events
         let disk = services.disk
         let counters = services.counters
-        services.downloader.prefetch(
-            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch
+        let queued = services.downloader.prefetch(
+            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.maxQueued
         ) { url, result in
             switch result {
             case .success(let image):
@@ -179,6 +185,7 @@ struct DaemonCommands {
                 events.publish("failed", data: ["url": .string(url.normalized), "code": .string(error.code), "message": .string(error.message)])
             }
         }
+        guard queued else { throw .queueFull(limit: config.maxQueued) }
         logChange("add: \(accepted.count) URLs queued")
         return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
     }
@@ -211,15 +218,34 @@ struct DaemonCommands {
     /// runs only when that found nothing, asks the disk tier.
     private func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
         let url = try url()
-        let need: CacheNeed = try request.bool("data", default: false) ? .bytes : .file
+        let data = try request.bool("data", default: false)
+        let need: CacheNeed = data ? .bytes : .file
         let tiers = services.tiers
-        let found = tier == .memory ? tiers.memoryLookup(url.cacheKey, needs: need) : tiers.diskLookup(url.cacheKey, needs: need)
+        let found: CacheHit?
+        if tier == .memory {
+            found = tiers.memoryLookup(url.cacheKey, needs: need)
+            if data, let found { try checkDataSize(found.entry.entry.bytes) }
+        } else if data {
+            // The size first, from the index: an image too large to return is never read.
+            guard let entry = tiers.diskLookup(url.cacheKey, needs: .file) else { return nil }
+            try checkDataSize(entry.entry.entry.bytes)
+            found = tiers.diskLookup(url.cacheKey, needs: .bytes)
+        } else {
+            found = tiers.diskLookup(url.cacheKey, needs: .file)
+        }
         guard let hit = found else { return nil }
         services.counters.update { counters in
             counters.gets += 1
             if hit.source == .disk { counters.diskHits += 1 }
         }
         return Self.json(hit, source: hit.source, data: need == .bytes)
+    }
+
+    /// `too_large` for an image over `max-data-bytes`, which `data: true` would hold in memory
+    /// twice (its bytes and their base64) and queue whole for the connection.
+    private func checkDataSize(_ bytes: Int) throws(ControlError) {
+        let limit = services.config.withLock { $0.maxDataBytes }
+        guard bytes <= limit else { throw .dataTooLarge(bytes: bytes, limit: limit) }
     }
 
     private func get() async throws(ControlError) -> JSONValue {
@@ -236,7 +262,11 @@ struct DaemonCommands {
         guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
         let downloader = services.downloader
         guard wait else {
-            Task { _ = try? await downloader.fetch(url, priority: .onDemand) }
+            // No task per request: a held token, counted against max-queued like an add's.
+            let limit = services.config.withLock { $0.maxQueued }
+            guard downloader.prefetch([url], submitter: .interactive, priority: .onDemand, limit: limit, handler: { _, _ in }) else {
+                throw .queueFull(limit: limit)
+            }
             return ["pending": true]
         }
         let image: CachedImage
@@ -246,6 +276,7 @@ struct DaemonCommands {
             services.counters.update { $0.failuresByCode[error.code, default: 0] += 1 }
             throw .other(code: error.code, message: error.message)
         }
+        if data { try checkDataSize(image.bytes) }
         guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
             throw .other(code: "disk", message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
@@ -354,18 +385,46 @@ struct DaemonCommands {
         return ["cancelled": 1]
     }
 
+    /// Failures in pages of `limit` (default and most 1,000), from `after` (a cursor from an
+    /// earlier page's `next`); `next` is null on the last page.
     private func failed() async throws(ControlError) -> JSONValue {
+        let limit = try request.int("limit", default: Self.failurePageLimit, in: 1...Self.failurePageLimit)
+        let after = try request.optionalString("after").map { text throws(ControlError) in try FailureCursor(token: text, field: "after") }
         if let name = try request.optionalString("list") {
-            guard let failures = services.spool.failures(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
-            return ["failures": .array(failures.map {
-                ["url": .string($0.url), "code": .string($0.code), "message": .string($0.message), "list": .string(name), "line": JSONValue($0.line)]
-            })]
+            let seq: Int
+            switch after {
+            case nil: seq = 0
+            case .listSeq(let value): seq = value
+            case .url: throw .invalidArgument(field: "after", reason: "a cursor of the remembered failures, not of a list's")
+            }
+            // One more than asked, to know whether a next page exists.
+            guard let page = services.spool.failures(list: name, afterSeq: seq, limit: limit + 1) else {
+                throw .notFound("no list is named \(EchoedText.cut(name))")
+            }
+            let shown = page.prefix(limit)
+            let next = page.count > limit ? shown.last.map { JSONValue.string(FailureCursor.listSeq($0.seq).token) } : nil
+            return ["failures": .array(shown.map {
+                [
+                    "url": .string($0.failure.url), "code": .string($0.failure.code), "message": .string($0.failure.message),
+                    "list": .string(name), "line": JSONValue($0.failure.line),
+                ]
+            }), "next": next ?? .null]
         }
-        let remembered = await services.downloader.rememberedFailures()
-        return ["failures": .array(remembered.sorted { $0.url < $1.url }.map {
+        let url: String?
+        switch after {
+        case nil: url = nil
+        case .url(let value): url = value
+        case .listSeq: throw .invalidArgument(field: "after", reason: "a cursor of a list's failures, not of the remembered ones")
+        }
+        let page = await services.downloader.rememberedFailures(after: url, limit: limit)
+        let next = page.hasMore ? page.failures.last.map { JSONValue.string(FailureCursor.url($0.url).token) } : nil
+        return ["failures": .array(page.failures.map {
             ["url": .string($0.url), "code": .string($0.error.code), "message": .string($0.error.message)]
-        })]
+        }), "next": next ?? .null]
     }
+
+    /// Failures in one `failed` reply, at most and by default.
+    static let failurePageLimit = 1_000
 
     private func retry() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
@@ -376,13 +435,19 @@ struct DaemonCommands {
         }
         if request.value("url") != nil {
             let url = try url()
+            let limit = services.config.withLock { $0.maxQueued }
             services.downloader.forgetFailures(of: url)
-            services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch) { _, _ in }
+            guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: { _, _ in })
+            else { throw .queueFull(limit: limit) }
             logChange("retry: \(EchoedText.cut(url.normalized))")
             return ["requeued": 1]
         }
         try requirePrivilege(for: "retry of every remembered failure (no url, no list)")
         let remembered = await services.downloader.rememberedFailures()
+        // Checked before the failures are forgotten (a refused retry must leave them as they
+        // were); another request may still take the room meanwhile, which the limit tolerates.
+        let limit = services.config.withLock { $0.maxQueued }
+        guard services.downloader.heldRequests + remembered.count <= limit else { throw .queueFull(limit: limit) }
         services.downloader.forgetFailures()
         let urls = remembered.compactMap { try? ImageURL($0.url) }
         services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch) { _, _ in }

@@ -55,6 +55,10 @@ extension DaemonConfig {
         // Spool claims (issue 15 §3):
         .bytes("max-list-bytes", \.maxListBytes, minimum: 1, reloadable: true),
         .integer("max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true),
+        // Memory bounds on what clients ask for (issue 15 §1).
+        .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true),
+        .integer("max-queued", \.maxQueued, 1...100_000_000, reloadable: true),
+        .bytes("max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true),
     ]
 
     /// Every setting's name, in the order `--help` lists them.

@@ -53,6 +53,17 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Entries read from one list, at most.
     public var maxListLines = SpoolLimits().maxListLines
 
+    // Memory bounds on what clients ask for (issue 15 §1): reloadable, read per request.
+    /// URLs in one `add`: 10,000 by default; more is `invalid_argument`.
+    public var maxAddURLs = 10_000
+    /// Requests the downloader may hold (queued, running, waiting for a retry; one per URL per
+    /// `add`, `get` or spool window) before `add` and `get` with `wait: false` are refused
+    /// with `queue_full`: 100,000 by default.
+    public var maxQueued = 100_000
+    /// The largest image `get` returns inline with `data: true`, counted on its bytes before
+    /// base64: 4 MiB by default; a larger one is `too_large`.
+    public var maxDataBytes = 4 << 20
+
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.
     public static func embedded(environment: [String: String]) -> DaemonConfig {

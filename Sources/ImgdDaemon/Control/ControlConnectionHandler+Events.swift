@@ -53,7 +53,9 @@ extension ControlConnectionHandler {
     func deliverEvent(_ line: ByteBuffer, sequence: Int) {
         guard state == .open, subscription != nil else { return }
         if droppedEvents > 0 { sendDropNoticeIfReady() }
-        guard droppedEvents == 0, unsentEvents < limits.maxQueuedEvents else {
+        // Dropped, not queued, past the count or the bytes: a subscriber that stops reading
+        // loses events and gets one events_dropped line, but is not disconnected for them.
+        guard droppedEvents == 0, unsentEvents < limits.maxQueuedEvents, fitsOutputLimit(line.readableBytes) else {
             droppedEvents += 1
             lastDroppedSequence = sequence
             settings.events.recordDropped()
@@ -65,7 +67,7 @@ extension ControlConnectionHandler {
     /// Sends the `events_dropped` line once the client reads again.
     func sendDropNoticeIfReady() {
         guard droppedEvents > 0, state == .open, let context, context.channel.isWritable,
-            unsentEvents <= limits.maxQueuedEvents / 2
+            unsentEvents <= limits.maxQueuedEvents / 2, !isBackedUp
         else { return }
         let notice = ControlLine.eventsDropped(count: droppedEvents, lastSequence: lastDroppedSequence)
         droppedEvents = 0

@@ -5,6 +5,13 @@ import NIOCore
 /// connection's limits (pending requests, queued output, idleness). Events from a subscription
 /// are in `ControlConnectionHandler+Events.swift`.
 ///
+/// Queued output is bounded by backpressure: once replies and events not yet taken by the
+/// kernel reach half of ``ControlLimits/maxQueuedOutputBytes``, no request starts and nothing
+/// more is read (the `read` event is held back) until the client has taken some. A request
+/// starts only below that mark, so its reply, whatever its size, takes the queue at most one
+/// reply past the limit. A client that takes nothing for ``ControlLimits/slowReaderTimeout``
+/// while over the mark is disconnected.
+///
 /// Everything here runs on the channel's event loop, which owns all of this state; the command
 /// handler runs in a task whose result comes back to the loop through a promise.
 ///
@@ -12,8 +19,9 @@ import NIOCore
 /// sends many lines in one) or one completed command (and the waiting requests answered after
 /// it) are collected and go to the kernel in one write, so a pipelining client costs one system
 /// call per batch rather than one per reply. Events go out at once, after any collected replies.
-final class ControlConnectionHandler: ChannelInboundHandler {
+final class ControlConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ControlFrame
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     enum State {
@@ -67,6 +75,12 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     var quietSince = NIODeadline.now()
     var idleTimer: Scheduled<Void>?
     var lingerTimer: Scheduled<Void>?
+    /// A `read` held back while the output is backed up; passed on once it is not.
+    var readHeldBack = false
+    /// When the kernel last took queued output (or the output became backed up): the slow-reader
+    /// timeout runs from here. One timer at a time, re-armed for the rest when it fires early.
+    var lastOutputProgress = NIODeadline.now()
+    var stallTimer: Scheduled<Void>?
 
     /// The event subscription's token with the hub.
     var subscription: Int?
@@ -107,6 +121,16 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         tearDown()
         context.fireChannelInactive()
+    }
+
+    /// The pipeline asks for more input: held back while the output is backed up, so a client
+    /// that sends without reading fills its own socket buffer, not the daemon's memory.
+    func read(context: ChannelHandlerContext) {
+        if isBackedUp, state != .closed {
+            readHeldBack = true
+        } else {
+            context.read()
+        }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -188,13 +212,16 @@ final class ControlConnectionHandler: ChannelInboundHandler {
             disconnectSlowReader()
             return
         }
+        let wasBackedUp = isBackedUp
         heldReplyBytes += reply.readableBytes
+        if !wasBackedUp, isBackedUp { becameBackedUp() }
         pending.append(.reply(reply, closeAfter: closeAfter))
     }
 
-    /// Answers what can be answered now, in order, until a request has to wait for the handler.
+    /// Answers what can be answered now, in order, until a request has to wait for the handler
+    /// or for the client to take its output (see ``isBackedUp``).
     func drain() {
-        while state != .closed, !isRunning, let next = pending.popFirst() {
+        while state != .closed, !isRunning, !isBackedUp, let next = pending.popFirst() {
             switch next {
             case .reply(let reply, let closeAfter):
                 heldReplyBytes -= reply.readableBytes
@@ -226,21 +253,24 @@ final class ControlConnectionHandler: ChannelInboundHandler {
             return
         }
         isRunning = true
-        let promise = context.eventLoop.makePromise(of: Result<JSONValue, ControlError>.self)
-        running = promise.completeWithTask { await handler.handle(request) }
+        let promise = context.eventLoop.makePromise(of: ByteBuffer.self)
+        let id = request.id
+        // Encoded in the task, off the event loop: a large reply (an image's base64, up to
+        // max-data-bytes) would otherwise hold up every other connection on the loop.
+        running = promise.completeWithTask { ControlLine.reply(id: id, await handler.handle(request)) }
         promise.futureResult.assumeIsolated().whenComplete { [self] outcome in
             running = nil
             isRunning = false
             waitingRequests -= 1
             guard state != .closed else { return }
-            let result: Result<JSONValue, ControlError>
+            let line: ByteBuffer
             switch outcome {
-            case .success(let answer): result = answer
-            case .failure(let error): result = .failure(.other(code: "internal", message: "the command failed: \(error)"))
+            case .success(let encoded): line = encoded
+            case .failure(let error): line = ControlLine.reply(id: id, .failure(.other(code: "internal", message: "the command failed: \(error)")))
             }
             // This reply and those of the pipelined requests answered at once after it: one write.
             collectingOutput = true
-            write(ControlLine.reply(id: request.id, result), isEvent: false)
+            write(line, isEvent: false)
             drain()
             endOutputBatch()
         }
@@ -269,22 +299,33 @@ final class ControlConnectionHandler: ChannelInboundHandler {
     // MARK: Output
 
     /// Whether `size` more bytes may be queued: the queued output stays within the limit, or
-    /// nothing else is queued (one reply may be larger than the limit on its own).
+    /// nothing else is queued (one line may be larger than the limit on its own).
     func fitsOutputLimit(_ size: Int) -> Bool {
         let queued = queuedOutputBytes + heldReplyBytes
         return queued == 0 || queued + size <= limits.maxQueuedOutputBytes
     }
 
-    /// Writes one line (a reply is collected while a batch is open); a client whose queued
-    /// output would pass the limit is disconnected.
+    /// Half the output limit or more is queued: no request starts and nothing is read until the
+    /// client takes some. Half, not all: a reply of a request started just below the mark then
+    /// still fits under the limit unless it is larger than half of it on its own.
+    var isBackedUp: Bool {
+        queuedOutputBytes + heldReplyBytes >= limits.maxQueuedOutputBytes / 2
+    }
+
+    /// Writes one line (a reply is collected while a batch is open). A reply is always queued:
+    /// its request started below the backpressure mark, so the queue ends at most one reply past
+    /// the limit. An event that would pass the limit disconnects the client (the subscription
+    /// drops events long before, see ``deliverEvent(_:sequence:)``).
     func write(_ line: ByteBuffer, isEvent: Bool) {
         guard state != .closed, context != nil else { return }
         let size = line.readableBytes
-        guard fitsOutputLimit(size) else {
+        guard !isEvent || fitsOutputLimit(size) else {
             disconnectSlowReader()
             return
         }
+        let wasBackedUp = isBackedUp
         queuedOutputBytes += size
+        if !wasBackedUp, isBackedUp { becameBackedUp() }
         if queuedOutputBytes + heldReplyBytes > reportedQueuedOutputBytes {
             reportedQueuedOutputBytes = queuedOutputBytes + heldReplyBytes
             settings.metrics.recordMaximum(\.largestQueuedOutputBytes, reportedQueuedOutputBytes)
@@ -320,34 +361,81 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         send(batch, events: 0)
     }
 
-    /// Hands `bytes` (already counted in `queuedOutputBytes`) to the channel and flushes.
+    /// Hands `bytes` (already counted in `queuedOutputBytes`) to the channel and flushes. A
+    /// large batch goes in slices of ``sliceBytes`` (views of the same memory), each written
+    /// with its own promise: the queued count then falls as the client reads, and a client
+    /// reading a 5 MiB reply slowly but steadily is seen to make progress, not to stall.
     private func send(_ bytes: ByteBuffer, events: Int) {
         guard let context else { return }
-        let size = bytes.readableBytes
         settings.metrics.increment(\.writes)
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenComplete { [self] _ in
-            queuedOutputBytes -= size
-            unsentEvents -= events
-            written()
+        var rest = bytes
+        while rest.readableBytes > 0 {
+            let slice = rest.readSlice(length: min(Self.sliceBytes, rest.readableBytes))!
+            let size = slice.readableBytes
+            let isLast = rest.readableBytes == 0
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            promise.futureResult.assumeIsolated().whenComplete { [self] _ in
+                queuedOutputBytes -= size
+                if isLast { unsentEvents -= events }
+                lastOutputProgress = .now()
+                written()
+            }
+            context.write(wrapOutboundOut(slice), promise: promise)
         }
-        context.writeAndFlush(wrapOutboundOut(bytes), promise: promise)
+        context.flush()
     }
+
+    /// The most bytes handed to the channel in one write: NIO gathers consecutive ones into one
+    /// `writev`, so slicing costs no system calls.
+    static let sliceBytes = 256 * 1024
 
     /// A line reached the kernel (or failed to).
     private func written() {
         guard state != .closed else { return }
         if closeWhenFlushed {
             if queuedOutputBytes == 0 { close() }
-        } else {
-            sendDropNoticeIfReady()
+            return
+        }
+        sendDropNoticeIfReady()
+        guard !isBackedUp else { return }
+        // Below the mark again: read on, and answer what waited for the client.
+        if readHeldBack, let context {
+            readHeldBack = false
+            context.read()
+        }
+        if !isRunning, !pending.isEmpty {
+            collectingOutput = true
+            drain()
+            endOutputBatch()
+        }
+    }
+
+    /// The output just reached the backpressure mark: the slow-reader timeout starts now.
+    func becameBackedUp() {
+        lastOutputProgress = .now()
+        armStallTimer()
+    }
+
+    /// Makes sure a timer looks at the connection once it has been backed up with no output
+    /// taken for the slow-reader timeout. A timer already scheduled is kept.
+    private func armStallTimer() {
+        guard state != .closed, stallTimer == nil, let context else { return }
+        let timeout = TimeAmount(limits.slowReaderTimeout)
+        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: lastOutputProgress + timeout) { [self] in
+            stallTimer = nil
+            guard state != .closed, isBackedUp else { return }
+            if NIODeadline.now() < lastOutputProgress + timeout {
+                armStallTimer()
+            } else {
+                disconnectSlowReader()
+            }
         }
     }
 
     func disconnectSlowReader() {
         guard state != .closed else { return }
         settings.metrics.increment(\.slowReaderDisconnects)
-        settings.log("control: disconnecting \(peer): it does not read its replies (over \(limits.maxQueuedOutputBytes) bytes queued)")
+        settings.log("control: disconnecting \(peer): it does not read its replies (\(queuedOutputBytes + heldReplyBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))")
         close()
     }
 
@@ -382,6 +470,8 @@ final class ControlConnectionHandler: ChannelInboundHandler {
         idleTimer = nil
         lingerTimer?.cancel()
         lingerTimer = nil
+        stallTimer?.cancel()
+        stallTimer = nil
         endSubscription()
         pending.removeAll()
         heldReplyBytes = 0

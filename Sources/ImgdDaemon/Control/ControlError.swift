@@ -27,6 +27,12 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     case shuttingDown
     /// `not_found`: the thing named does not exist (a list, a cache entry with `fetch: false`).
     case notFound(String)
+    /// `queue_full`: the daemon already holds `limit` requests (`max-queued`); nothing of this
+    /// request was queued.
+    case queueFull(limit: Int)
+    /// `too_large`: `get` with `data: true` for an image over `max-data-bytes`; the file's
+    /// `path` is the way to read it.
+    case dataTooLarge(bytes: Int, limit: Int)
     /// Any other code, passed through as given: a download error (`dns`, `http_404`, …).
     case other(code: String, message: String)
 
@@ -42,6 +48,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .forbidden: return "forbidden"
         case .shuttingDown: return "shutting_down"
         case .notFound: return "not_found"
+        case .queueFull: return "queue_full"
+        case .dataTooLarge: return "too_large"
         case .other(let code, _): return code
         }
     }
@@ -73,6 +81,10 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return "imgd is shutting down"
         case .notFound(let what):
             return what
+        case .queueFull(let limit):
+            return "imgd holds \(limit) queued requests, its limit (max-queued); nothing of this request was queued: try again once some have finished"
+        case .dataTooLarge(let bytes, let limit):
+            return "the image is \(bytes) bytes, over the \(limit) bytes returned inline (max-data-bytes); ask without \"data\" and read the file at \"path\""
         case .other(_, let message):
             return message
         }

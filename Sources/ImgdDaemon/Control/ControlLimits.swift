@@ -21,8 +21,13 @@ public struct ControlLimits: Sendable, Hashable {
     /// default. Each request beyond is answered, in order, with `too_many_requests`.
     public var maxPendingRequests: Int
     /// Bytes of replies and events queued for one connection and not yet taken by the kernel:
-    /// 4 MiB by default. A client that does not read is disconnected once it would be exceeded.
+    /// 4 MiB by default. From half of it on, the connection's requests wait and its input is not
+    /// read until the client takes some (backpressure), so the queue passes the limit by one
+    /// reply at most; events past the limit are dropped.
     public var maxQueuedOutputBytes: Int
+    /// A connection over half its output limit whose client takes nothing for this long is
+    /// disconnected: 10 seconds by default.
+    public var slowReaderTimeout: Duration
     /// Events queued for one subscriber and not yet taken by the kernel: 1,000 by default.
     /// Further events are dropped and counted; the subscriber gets one `events_dropped` line
     /// once it reads again.
@@ -43,7 +48,8 @@ public struct ControlLimits: Sendable, Hashable {
         maxQueuedOutputBytes: Int = 4 * 1_048_576,
         maxQueuedEvents: Int = 1_000,
         idleTimeout: Duration = .seconds(600),
-        shutdownGracePeriod: Duration = .seconds(5)
+        shutdownGracePeriod: Duration = .seconds(5),
+        slowReaderTimeout: Duration = .seconds(10)
     ) {
         precondition(maxConnections > 0 && maxConnectionsPerPeer > 0 && maxLineBytes > 0 && maxPendingRequests > 0)
         precondition(maxQueuedOutputBytes > 0 && maxQueuedEvents > 0)
@@ -57,6 +63,7 @@ public struct ControlLimits: Sendable, Hashable {
         self.maxQueuedEvents = maxQueuedEvents
         self.idleTimeout = idleTimeout
         self.shutdownGracePeriod = shutdownGracePeriod
+        self.slowReaderTimeout = slowReaderTimeout
     }
 
 }

@@ -571,8 +571,9 @@ public final class ListStore: Sendable {
         }
     }
 
-    /// The failed URLs of `list` after `seq`, in list order (at most `limit`), with their seqs:
-    /// a page, for a reader that goes through them all (a report) without holding them all.
+    /// One page of `list`'s failed URLs, in list order: those after `seq` (the last one of the
+    /// previous page; 0 for the first), at most `limit`, each with its seq (the next cursor).
+    /// Read by the `(list_id, state, seq)` index: a page costs its own rows, wherever it starts.
     public func failures(list: Int, after seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, failure: ListFailure)] {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement(

@@ -201,10 +201,11 @@ public final class SpoolService: @unchecked Sendable {
         (try? store.lists()) ?? []
     }
 
-    /// The failures of the list named `name`, or nil when there is no such list.
-    public func failures(list name: String) -> [ListFailure]? {
+    /// One page of the failures of the list named `name` (after `seq`, at most `limit`, each
+    /// with its seq), or nil when there is no such list.
+    public func failures(list name: String, afterSeq seq: Int, limit: Int) -> [(seq: Int, failure: ListFailure)]? {
         guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
-        return (try? store.failures(list: record.id, limit: 10_000)) ?? []
+        return (try? store.failures(list: record.id, after: seq, limit: limit)) ?? []
     }
 
     /// Lists in progress, and their URLs settled and in all (for the status line).

@@ -23,13 +23,16 @@ final class FetchToken: Sendable {
     let priority: FetchPriority
     let submitter: SubmitterID
     private let handler: Handler?
+    /// The count this request was taken from; given back once, when it is answered.
+    private let held: HeldRequests?
     private let state = Mutex(State())
 
-    init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, handler: Handler? = nil) {
+    init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
         self.url = url
         self.key = url.cacheKey
         self.priority = priority
         self.submitter = submitter
+        self.held = held
         self.handler = handler
     }
 
@@ -44,7 +47,10 @@ final class FetchToken: Sendable {
             state.continuation = continuation
             return true
         }
-        if !attached { continuation.resume(returning: .failure(.cancelled)) }
+        if !attached {
+            held?.release()
+            continuation.resume(returning: .failure(.cancelled))
+        }
         return attached
     }
 
@@ -68,6 +74,7 @@ final class FetchToken: Sendable {
             return (true, state.continuation)
         }
         guard isFirst else { return }
+        held?.release()
         if let handler { handler(url, outcome) } else { continuation?.resume(returning: outcome) }
     }
 }

@@ -32,6 +32,9 @@ final class TransferEngine: @unchecked Sendable {
         case updatePolicy(DownloadPolicy)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
         case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
+        /// Reports one page of the remembered failures in URL order (after a URL, at most a
+        /// number), on the loop thread.
+        case listFailurePage(after: String?, limit: Int, reply: @Sendable (RememberedFailurePage) -> Void)
         /// The publisher's verdict on a job's body.
         case published([PublishOutcome])
         case stop
@@ -227,6 +230,10 @@ final class TransferEngine: @unchecked Sendable {
         case .listFailures(let reply):
             let now = ContinuousClock.now
             reply(failures.values.filter { $0.until > now }.map { ($0.url, $0.error) })
+        case .listFailurePage(let after, let limit, let reply):
+            let now = ContinuousClock.now
+            reply(RememberedFailurePage(
+                of: failures.values.lazy.filter { $0.until > now }.map { ($0.url, $0.error) }, after: after, limit: limit))
         case .published(let outcomes):
             for outcome in outcomes { published(outcome) }
         case .stop:
@@ -727,6 +734,9 @@ final class TransferEngine: @unchecked Sendable {
             switch command {
             case .fetch(let token): token.answer(.failure(.cancelled))
             case .fetchAll(let tokens): tokens.forEach { $0.answer(.failure(.cancelled)) }
+            // A waiting caller must hear back, or its task never ends.
+            case .listFailures(let reply): reply([])
+            case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
             default: break
             }
         }

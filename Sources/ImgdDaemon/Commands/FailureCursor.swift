@@ -1,0 +1,39 @@
+import Foundation
+
+/// Where a page of `failed` ends, handed to the client as `next` and back as `after`. Opaque
+/// to clients (base64url text): a list's pages go by the failures' place in the list (their
+/// seq, so failures recorded meanwhile are neither skipped nor repeated), the remembered
+/// failures' by URL (the order they are paged in).
+enum FailureCursor: Equatable {
+    /// After the list's URL with this seq.
+    case listSeq(Int)
+    /// After this URL, among the remembered failures.
+    case url(String)
+
+    /// The text a client sees.
+    var token: String {
+        let plain = switch self {
+        case .listSeq(let seq): "l:\(seq)"
+        case .url(let url): "u:\(url)"
+        }
+        return Data(plain.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Reads a cursor a client sent back as `field`; anything this daemon did not hand out is
+    /// `invalid_argument`.
+    init(token: String, field: String) throws(ControlError) {
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        let bad = ControlError.invalidArgument(field: field, reason: "not a cursor from a \"next\" of this command")
+        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else { throw bad }
+        if plain.hasPrefix("l:"), let seq = Int(plain.dropFirst(2)), seq >= 0 {
+            self = .listSeq(seq)
+        } else if plain.hasPrefix("u:"), plain.utf8.count > 2 {
+            self = .url(String(plain.dropFirst(2)))
+        } else {
+            throw bad
+        }
+    }
+}
