@@ -119,7 +119,13 @@ public final class Downloader: Sendable {
 
     /// Forgets the remembered failure of `url` (of every URL when nil), so the next request tries again.
     public func forgetFailures(of url: ImageURL? = nil) {
-        engine.send(.forgetFailures(url?.cacheKey))
+        engine.send(.forgetFailures(url.map { [$0.cacheKey] }))
+    }
+
+    /// Forgets the remembered failures of `urls` (one command for all of them).
+    public func forgetFailures(of urls: [ImageURL]) {
+        guard !urls.isEmpty else { return }
+        engine.send(.forgetFailures(urls.map(\.cacheKey)))
     }
 
     /// Changes the policy while running (a reload): transfers already running finish under the

@@ -480,7 +480,7 @@ struct DaemonSpoolTests {
         try await server.shutdown()
     }
 
-    @Test("retry {list}: a list that failed on a 503 ends done once the server answers")
+    @Test("retry {list}: a list that failed on a 503 ends done once the server answers; other failures stay remembered")
     func retryList() async throws {
         let server = try await TestHTTPServer.start()
         let scratch = try ScratchFolder()
@@ -495,6 +495,11 @@ struct DaemonSpoolTests {
         #expect(failed["failed"] as? Int == 1)
         let firstReport = try #require(await daemon.report("flaky.txt", in: "failed"))
         #expect(firstReport["failed_by_code"] as? [String: Int] == ["http_503": 1])
+
+        // Someone else's URL fails too, and is remembered.
+        let other = server.url("/flaky/other.png?fail=1&status=503")
+        let got = try await daemon.call(#"{"cmd":"get","url":"\#(other)"}"#)
+        #expect((got["error"] as? [String: Any])?["code"] as? String == "http_503")
 
         // The server now answers (`/flaky` fails once per target), and the list is retried.
         let retried = try await daemon.result(#"{"cmd":"retry","list":"flaky.txt"}"#)
@@ -516,6 +521,11 @@ struct DaemonSpoolTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.spool + "/failed/flaky.txt.report.json"))
         #expect(server.requestCount(flaky) == 2)
         #expect(try cachedBytes(scratch, server.url(flaky)) == TestHTTPServer.body(for: flaky))
+        // The retry forgot the list's failures only: the other URL's is still remembered (it
+        // was forgotten too, for everyone, when a list's retry cleared the whole memory).
+        let remembered = try await daemon.result(#"{"cmd":"failed"}"#)["failures"] as? [[String: Any]] ?? []
+        #expect(remembered.map { $0["url"] as? String } == [other])
+        #expect(server.requestCount("/flaky/other.png?fail=1&status=503") == 1)
         #expect(await daemon.stop() == 0)
         try await server.shutdown()
     }

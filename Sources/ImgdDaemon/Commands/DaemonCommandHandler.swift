@@ -428,7 +428,6 @@ struct DaemonCommands {
 
     private func retry() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
-            services.downloader.forgetFailures()
             guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
             logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
             return ["requeued": JSONValue(requeued)]

@@ -172,6 +172,13 @@ public final class SpoolService: @unchecked Sendable {
         await onQueue { [self] in
             flush()
             guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
+            // The downloader would answer these URLs from its failure memory again: forget their
+            // failures first (theirs only — what other lists and clients failed stays remembered).
+            var after = 0
+            while let page = try? store.failures(list: record.id, after: after, limit: 1000), let last = page.last {
+                downloader.forgetFailures(of: page.compactMap { try? ImageURL($0.failure.url) })
+                after = last.seq
+            }
             let requeued = (try? store.requeueFailures(list: record.id)) ?? 0
             guard requeued > 0 else { return 0 }
             if var run = runs[record.id] {

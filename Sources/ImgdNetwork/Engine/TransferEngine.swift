@@ -26,7 +26,7 @@ final class TransferEngine: @unchecked Sendable {
         case cancelWait(FetchToken)
         case cancelURL(CacheKey)
         case cancelSubmitter(SubmitterID)
-        case forgetFailures(CacheKey?)
+        case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
         /// under the old one.
         case updatePolicy(DownloadPolicy)
@@ -62,12 +62,6 @@ final class TransferEngine: @unchecked Sendable {
         static func == (lhs: RetryEntry, rhs: RetryEntry) -> Bool { lhs.serial == rhs.serial }
     }
 
-    private struct RememberedFailure {
-        let url: String
-        let error: DownloadError
-        let until: ContinuousClock.Instant
-    }
-
     /// Changed only on the loop thread (``Command/updatePolicy(_:)``).
     private(set) var policy: DownloadPolicy
     let cache: CacheDirectory
@@ -100,7 +94,7 @@ final class TransferEngine: @unchecked Sendable {
     /// one key published at once could leave the file of one under the row of the other.
     private var publishingKeys = Set<CacheKey>()
     private var jobSerial: UInt64 = 0
-    private var failures: [CacheKey: RememberedFailure] = [:]
+    private var failures: FailureMemory
     private var nextFailureSweep = ContinuousClock.now
     private var nextShareCheck = ContinuousClock.now
     private var nextPaceCheck = ContinuousClock.now
@@ -120,6 +114,7 @@ final class TransferEngine: @unchecked Sendable {
         self.share = try CurlShare()
         self.waker = multi.waker
         self.policy = policy
+        failures = FailureMemory(capacity: policy.maxRememberedFailures)
         self.cache = cache.directory
         self.disk = cache
         self.publisher = BodyPublisher(
@@ -221,19 +216,20 @@ final class TransferEngine: @unchecked Sendable {
             for job in Array(jobs.values) {
                 for token in job.waiters where token.submitter == submitter { cancelWait(token) }
             }
-        case .forgetFailures(let key):
-            if let key { failures[key] = nil } else { failures.removeAll() }
+        case .forgetFailures(let keys):
+            if let keys { for key in keys { failures.forget(key) } } else { failures.forgetAll() }
         case .updatePolicy(let newPolicy):
             policy = newPolicy
+            failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
         case .listFailures(let reply):
             let now = ContinuousClock.now
-            reply(failures.values.filter { $0.until > now }.map { ($0.url, $0.error) })
+            reply(Array(failures.live(now: now)))
         case .listFailurePage(let after, let limit, let reply):
             let now = ContinuousClock.now
             reply(RememberedFailurePage(
-                of: failures.values.lazy.filter { $0.until > now }.map { ($0.url, $0.error) }, after: after, limit: limit))
+                of: failures.live(now: now), after: after, limit: limit))
         case .published(let outcomes):
             for outcome in outcomes { published(outcome) }
         case .stop:
@@ -246,13 +242,10 @@ final class TransferEngine: @unchecked Sendable {
             token.answer(.failure(.cancelled))
             return
         }
-        if let remembered = failures[token.key] {
-            if remembered.until > .now {
-                counters.rememberedFailures += 1
-                token.answer(.failure(remembered.error))
-                return
-            }
-            failures[token.key] = nil
+        if let remembered = failures.failure(for: token.key, now: .now) {
+            counters.rememberedFailures += 1
+            token.answer(.failure(remembered.error))
+            return
         }
         if let job = jobs[token.key] {
             counters.coalesced += 1
@@ -682,7 +675,7 @@ final class TransferEngine: @unchecked Sendable {
             // Only what the URL did is remembered: a full disk or cache says nothing about the
             // URL, and once space is back the next request must fetch it.
             if remember, !error.isLocal {
-                failures[job.key] = RememberedFailure(url: job.url.normalized, error: error, until: .now + policy.failureMemory)
+                failures.remember(job.key, url: job.url.normalized, error: error, until: .now + policy.failureMemory)
             }
         }
         for token in job.waiters { token.answer(outcome) }
@@ -692,7 +685,7 @@ final class TransferEngine: @unchecked Sendable {
     private func sweepFailures(now: ContinuousClock.Instant) {
         guard now >= nextFailureSweep else { return }
         nextFailureSweep = now + .seconds(30)
-        failures = failures.filter { $0.value.until > now }
+        failures.expire(now: now)
     }
 
     private func pollTimeout() -> Int {

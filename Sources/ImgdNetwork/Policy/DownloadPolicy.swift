@@ -36,6 +36,10 @@ public struct DownloadPolicy: Sendable, Equatable {
     public var retry = RetryPolicy()
     /// How long a failed URL is remembered and answered from memory (default 10 min).
     public var failureMemory: Duration = .seconds(600)
+    /// Failed URLs remembered at most; past it the oldest are forgotten (default 100,000: about
+    /// 30 MiB with URLs of 200 bytes). Whoever may `add` could otherwise fill the memory with
+    /// distinct failing URLs for ``failureMemory``.
+    public var maxRememberedFailures = 100_000
     /// How long a list's transfer may hold a slot beyond its fair share while another list
     /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
     public var fairShareGrace: Duration = .seconds(10)
