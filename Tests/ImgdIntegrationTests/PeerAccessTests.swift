@@ -127,4 +127,31 @@ struct PeerAccessTests {
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         try await server.shutdown()
     }
+
+    @Test("cancel --list of another user's list still being claimed: forbidden to a plain member, and the claim goes on")
+    func cancelClaimingList() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let (daemon, _) = try await Self.start(in: scratch)
+        // A million lines, dropped by root: seconds of claiming in a debug build.
+        try daemon.drop("long.txt", String(decoding: DaemonSpoolTests.numberedURLs(1_000_000), as: UTF8.self))
+        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+            (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
+        }
+        try #require(claiming, "log: \(daemon.log)")
+        try #require(try await daemon.list("long.txt")?["state"] as? String == "claiming", "the claim ended before the test could ask")
+
+        let refused = try await OtherUser.plain.imgctl(["cancel", "--list", "long.txt"], socket: daemon.socket)
+        #expect(refused.status == 1, "exit \(refused.status): \(refused.stderr)")
+        #expect(refused.stderr.contains("imgctl: forbidden: list long.txt was dropped by uid 0"), "\(refused.stderr)")
+        // Not cancelled: the whole list is claimed and becomes active (or already finishing).
+        let whole = await eventuallyAsync(timeout: .seconds(120)) {
+            let list = try await daemon.list("long.txt")
+            return list?["state"] as? String != "claiming" && list?["total"] as? Int == 1_000_000
+        }
+        let list = try await daemon.list("long.txt")
+        #expect(whole, "lists: \(String(describing: list)) log: \(daemon.log)")
+        #expect(list?["state"] as? String != "cancelled")
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+    }
 }
