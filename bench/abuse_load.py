@@ -154,6 +154,7 @@ def subscribers(path: str, count: int, stop: threading.Event, out: dict) -> None
     socks = []
     busy = 0
     other = 0
+    kinds = {}
     for _ in range(count):
         try:
             sock = connect(path)
@@ -165,11 +166,13 @@ def subscribers(path: str, count: int, stop: threading.Event, out: dict) -> None
             else:
                 busy += reply["error"]["code"] == "busy"
                 sock.close()
-        except (OSError, ConnectionError, ValueError):
+        except (OSError, ConnectionError, ValueError) as error:
             other += 1
+            kinds[type(error).__name__] = kinds.get(type(error).__name__, 0) + 1
     out["subscribed"] = len(socks)
     out["busy"] = busy
     out["failed"] = other
+    out["failed_kinds"] = kinds
     stop.wait()
     for sock in socks:
         sock.close()
@@ -229,6 +232,22 @@ def junk_list(spool: str, lines: int, out: dict) -> None:
     out["bytes"] = lines * (64 * 128 + 1)
 
 
+ABUSER_UID = 65534   # nobody: the other member, when run as root
+
+
+def socket_abusers(args, path: str, hole_port: int, patterns: set, stop: threading.Event, results: dict) -> list:
+    """The abusers that talk to the socket: the add flood, the idle subscribers, the data hogs."""
+    abusers = []
+    if "add" in patterns:
+        abusers.append(threading.Thread(target=add_flood, args=(path, hole_port, stop, results["flood"])))
+    if "subscribe" in patterns:
+        abusers.append(threading.Thread(target=subscribers, args=(path, 256, stop, results["subs"])))
+    if "data" in patterns:
+        abusers += [threading.Thread(target=data_hog, args=(path, args.big_url, stop, results["hogs"][i]))
+                    for i in range(10)]
+    return abusers
+
+
 def run(args) -> dict:
     root = os.path.join(args.work, "imgd")
     daemon = imgd_daemon.Daemon(args.imgd, root, extra_args=["--disk-limit", "2GiB"])
@@ -258,20 +277,45 @@ def run(args) -> dict:
         thread.start()
     time.sleep(0.5)   # the well-behaved clients hold their connections before the crowd comes
     patterns = set(args.patterns.split(","))
-    abusers = []
-    if "add" in patterns:
-        abusers.append(threading.Thread(target=add_flood, args=(daemon.socket, hole.port, stop, results["flood"])))
-    if "subscribe" in patterns:
-        abusers.append(threading.Thread(target=subscribers, args=(daemon.socket, 256, stop, results["subs"])))
-    if "junk" in patterns:
-        abusers.append(threading.Thread(target=junk_list, args=(daemon.spool, args.junk_lines, results["junk"])))
-    if "data" in patterns:
-        abusers += [threading.Thread(target=data_hog, args=(daemon.socket, args.big_url, stop, results["hogs"][i]))
-                    for i in range(10)]
+    # The socket abusers are one other member of the group (uid ABUSER_UID in a forked child)
+    # when this runs as root, as on a shared machine: the per-uid cap and the reserve are what
+    # keep the well-behaved users in. The junk list is dropped from here (the spool is ours).
+    abuser_uid = ABUSER_UID if os.getuid() == 0 and args.abuser_uid else None
+    if abuser_uid is not None:
+        os.chmod(daemon.root, 0o755)
+        os.chown(daemon.socket, 0, abuser_uid)
+        results["abuser_uid"] = abuser_uid
     started = time.monotonic()
-    for thread in abusers:
-        thread.start()
-    log(f"abuse running for {args.duration} s")
+    child, reader = None, None
+    if abuser_uid is None:
+        abusers = socket_abusers(args, daemon.socket, hole.port, patterns, stop, results)
+        for thread in abusers:
+            thread.start()
+    else:
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:   # the other member: abuse for the duration, report, exit
+            os.close(reader)
+            os.setgroups([])
+            os.setgid(abuser_uid)
+            os.setuid(abuser_uid)
+            own_stop = threading.Event()
+            abusers = socket_abusers(args, daemon.socket, hole.port, patterns, own_stop, results)
+            for thread in abusers:
+                thread.start()
+            time.sleep(args.duration)
+            own_stop.set()
+            for thread in abusers:
+                thread.join(timeout=120)
+            os.write(writer, json.dumps({k: results[k] for k in ("flood", "hogs", "subs")}).encode())
+            os._exit(0)
+        os.close(writer)
+        abusers = []
+    junk = threading.Thread(target=junk_list, args=(daemon.spool, args.junk_lines, results["junk"])) \
+        if "junk" in patterns else None
+    if junk:
+        junk.start()
+    log(f"abuse running for {args.duration} s" + (f" (socket abusers as uid {abuser_uid})" if abuser_uid is not None else ""))
     time.sleep(args.duration)
     alive = imgd_daemon.alive(daemon.pid)
     status = {}
@@ -281,8 +325,15 @@ def run(args) -> dict:
         except OSError:
             alive = False
     stop.set()
-    for thread in clients + abusers:
+    for thread in clients + abusers + ([junk] if junk else []):
         thread.join(timeout=120)
+    if child is not None:
+        data = b""
+        while chunk := os.read(reader, 1 << 16):
+            data += chunk
+        os.close(reader)
+        os.waitpid(child, 0)
+        results.update(json.loads(data or b"{}"))
     sampler.stop.set()
     sampler.join()
     elapsed = time.monotonic() - started
@@ -320,7 +371,9 @@ def section(args, r: dict) -> str:
         f"- Machine: {results_md.machine()}",
         f"- Abuse for {args.duration} s: 40 `add` × 30,000 URLs then 20 × 10,000 on one connection (URLs to a port "
         f"that never answers); 10 connections × 20 pipelined `get data:true` of a {args.big_mb:.0f} MB image, never "
-        f"read; a {args.junk_lines:,}-line list of 8 KiB junk; 256 idle `subscribe` connections.",
+        f"read; a {args.junk_lines:,}-line list of 8 KiB junk; 256 idle `subscribe` connections. "
+        + (f"The socket abusers are another member (uid {r['abuser_uid']}); the well-behaved clients root."
+           if "abuser_uid" in r else "Abusers and well-behaved clients are the same user."),
         "- RSS: VmHWM of /proc/PID/status (the peak since the daemon started, warm-up included), "
         "sampled every 50 ms with VmRSS.",
         "",
@@ -336,7 +389,8 @@ def section(args, r: dict) -> str:
         f"| add flood: replies | {', '.join(f'{k} {v}' for k, v in sorted(flood.get('replies', {}).items())) or 'none'}; "
         f"{flood.get('accepted_urls', 0):,} URLs taken{'; error: ' + flood['error'] if 'error' in flood else ''} | |",
         f"| idle subscribers | {subs.get('subscribed', 0)} subscribed, {subs.get('busy', 0)} refused `busy`, "
-        f"{subs.get('failed', 0)} failed | |",
+        f"{subs.get('failed', 0)} failed"
+        f"{' (' + ', '.join(f'{k} {v}' for k, v in sorted(subs.get('failed_kinds', {}).items())) + ')' if subs.get('failed') else ''} | |",
         f"| daemon | {'alive' if r['alive'] else 'DIED'} at the end; exit {r['rc']} after SIGTERM | |",
         "",
     ]
@@ -358,6 +412,8 @@ def main() -> None:
     parser.add_argument("--junk-lines", type=int, default=10_000)
     parser.add_argument("--patterns", default="add,data,junk,subscribe",
                         help="which abusers run (a subset, to see what each costs)")
+    parser.add_argument("--no-other-user", dest="abuser_uid", action="store_false",
+                        help="run the socket abusers as this user too (default as root: as uid 65534)")
     parser.add_argument("--results")
     parser.add_argument("--command", default="bench/abuse-load.sh")
     args = parser.parse_args()
