@@ -203,7 +203,9 @@ struct ControlLimitTests {
             let start = ContinuousClock.now
             var answered = 0
             var lastSent = start
-            while ContinuousClock.now - start < .seconds(7) {
+            // At least 7 s and 20 answers: on a loaded machine a reply can take longer than the
+            // pause, and the test is about the asking, not the pace (at most 30 s).
+            while ContinuousClock.now - start < .seconds(7) || (answered < 20 && ContinuousClock.now - start < .seconds(30)) {
                 lastSent = .now
                 guard ControlRawSocket.send(descriptor, Array("{\"cmd\":\"quick\"}\n".utf8)) > 0,
                     ControlRawSocket.readLine(descriptor)?.contains("\"ok\":true") == true
