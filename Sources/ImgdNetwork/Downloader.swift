@@ -122,10 +122,10 @@ public final class Downloader: Sendable {
         engine.send(.forgetFailures(url.map { [$0.cacheKey] }))
     }
 
-    /// Forgets the remembered failures of `urls` (one command for all of them).
-    public func forgetFailures(of urls: [ImageURL]) {
-        guard !urls.isEmpty else { return }
-        engine.send(.forgetFailures(urls.map(\.cacheKey)))
+    /// Forgets the remembered failures of the URLs whose keys are `keys` (one command for all).
+    public func forgetFailures(of keys: [CacheKey]) {
+        guard !keys.isEmpty else { return }
+        engine.send(.forgetFailures(keys))
     }
 
     /// Changes the policy while running (a reload): transfers already running finish under the

@@ -21,6 +21,9 @@ struct ImageURLTests {
         #expect(try ImageURL("HTTP://A.example/x/img.png#top").cacheKey == ImageURL("http://a.example:80/x/img.png").cacheKey)
         #expect(try ImageURL("http://a.example/x/img.png").cacheKey != ImageURL("http://a.example/y/img.png").cacheKey)
         #expect(try ImageURL("http://a.example/img.png?v=1").cacheKey != ImageURL("http://a.example/img.png?v=2").cacheKey)
+        // The stored (normalised) form gives the same key without a parse.
+        let stored = try ImageURL("HTTP://A.example:80/x/img.png#top")
+        #expect(CacheKey(normalizedURL: stored.normalized) == stored.cacheKey)
     }
 
     @Test("the key is the SHA-256 of the normalised URL, laid out in a fan-out folder named by its first byte")

@@ -16,6 +16,12 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         digest = SHA256Digest(of: url.normalized.utf8)
     }
 
+    /// The key of a URL already in its normalised form (``ImageURL/normalized``, as the state
+    /// database stores a list's URLs): the same key, without parsing the URL again.
+    public init(normalizedURL: String) {
+        digest = SHA256Digest(of: normalizedURL.utf8)
+    }
+
     /// 64 lower-case hexadecimal characters.
     public var hex: String { digest.hex }
 

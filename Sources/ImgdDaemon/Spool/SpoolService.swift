@@ -176,7 +176,8 @@ public final class SpoolService: @unchecked Sendable {
             // failures first (theirs only — what other lists and clients failed stays remembered).
             var after = 0
             while let page = try? store.failures(list: record.id, after: after, limit: 1000), let last = page.last {
-                downloader.forgetFailures(of: page.compactMap { try? ImageURL($0.failure.url) })
+                // Keys from the stored (normalised) URLs: no URL parse per failure on this queue.
+                downloader.forgetFailures(of: page.map { CacheKey(normalizedURL: $0.failure.url) })
                 after = last.seq
             }
             let requeued = (try? store.requeueFailures(list: record.id)) ?? 0
