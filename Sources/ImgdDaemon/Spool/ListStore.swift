@@ -484,10 +484,19 @@ public final class ListStore: Sendable {
     }
 
     /// Puts the failed URLs of `list` back to pending (except bad lines and a broken list's
-    /// syntax, which would fail the same way). Returns how many.
-    public func requeueFailures(list: Int) throws(SQLiteError) -> Int {
+    /// syntax, which would fail the same way). Returns how many, or nil when the list is not
+    /// recorded any more: retired by the pruner since it was looked up (its URL rows may still be
+    /// there, being deleted; they are left alone). The check and the requeue are one transaction,
+    /// so a list is either requeued (and `active`: never retired) or not touched.
+    public func requeueFailures(list: Int) throws(SQLiteError) -> Int? {
         try connection.withLock { connection throws(SQLiteError) in
-            try connection.transaction { () throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) -> Int? in
+                let recorded = try connection.statement(
+                    "SELECT 1 FROM lists WHERE id = ?1 AND id NOT IN (SELECT list_id FROM pruning)")
+                recorded.bind(1, list)
+                let found = try recorded.step()
+                recorded.reset()
+                guard found else { return nil }
                 let update = try connection.statement(
                     "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code NOT IN ('bad_url', 'bad_list')")
                 update.bind(1, list)
