@@ -61,6 +61,64 @@ struct DaemonSpoolSafetyTests {
         #expect(await daemon.stop() == 0)
     }
 
+    // MARK: - Lists replaced or misnamed
+
+    @Test("a list replaced by a symlink while it is claimed: nothing but regular files in .claimed/, done/ or failed/, the target untouched, a report saying why")
+    func replacedWhileClaimed() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path)
+        let secret = scratch.path + "/secret"
+        try "secret\n".write(toFile: secret, atomically: false, encoding: .utf8)
+        // 3 million lines: many seconds of claiming, time enough to swap the name.
+        try daemon.drop("long.txt", String(decoding: DaemonSpoolTests.numberedURLs(3_000_000), as: UTF8.self))
+        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+            (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
+        }
+        try #require(claiming, "log: \(daemon.log)")
+        // The name swapped for a symlink (made under a dot name the daemon ignores, renamed over).
+        try #require(symlink(secret, daemon.spool + "/.evil") == 0)
+        try #require(rename(daemon.spool + "/.evil", daemon.spool + "/long.txt") == 0)
+        try #require(try await daemon.list("long.txt")?["state"] as? String == "claiming", "the claim ended before the swap")
+
+        let report = try #require(await daemon.report("long.txt", in: "failed", timeout: .seconds(120)), "log: \(daemon.log)")
+        #expect(report["state"] as? String == "refused")
+        #expect((report["reason"] as? String)?.contains("replaced while being claimed (by a symbolic link)") == true, "\(report)")
+        #expect(try await daemon.list("long.txt") == nil)
+        for sub in [".claimed", "done", "failed"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: daemon.spool + "/" + sub) {
+                var info = stat()
+                #expect(lstat(daemon.spool + "/\(sub)/\(name)", &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "\(sub)/\(name)")
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.spool + "/.claimed").isEmpty)
+        #expect(try String(contentsOfFile: secret, encoding: .utf8) == "secret\n")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a list named `x.report.json` is refused (moved aside as `x.report.json.list`), so the report of list `x` cannot replace it")
+    func listNamedLikeAReport() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path)
+        let failed = daemon.spool + "/failed"
+        let bLines = server.url("/img/b.png") + "\n"
+        try daemon.drop("x.report.json", bLines)
+        let refusal = try #require(await daemon.report("x.report.json.list", in: "failed"), "log: \(daemon.log)")
+        #expect(refusal["code"] as? String == "bad_list")
+        #expect((refusal["reason"] as? String)?.contains("ends in .report.json") == true, "\(refusal)")
+        #expect(try String(contentsOfFile: failed + "/x.report.json.list", encoding: .utf8) == bLines)
+
+        try daemon.drop("x", server.url("/status/404") + "\n")
+        #expect(await daemon.finishedList("x")?["state"] as? String == "failed", "log: \(daemon.log)")
+        let report = try #require(await daemon.report("x", in: "failed"))
+        #expect(report["name"] as? String == "x" && report["state"] as? String == "failed")
+        #expect(try String(contentsOfFile: failed + "/x.report.json.list", encoding: .utf8) == bLines)
+        #expect(await daemon.stop() == 0)
+        try await server.shutdown()
+    }
+
     // MARK: - The daemon's own folders
 
     @Test("done/, failed/ and .claimed/ replaced at run time (renamed away, a symlink, a member's folder): made anew, lists land in the real ones")

@@ -366,12 +366,46 @@ struct DaemonSpoolTests {
         #expect(await daemon.stop(SIGTERM, within: .seconds(10))?.status == 0)
     }
 
-    /// `http://a/N` for N in 0..<count, one a line, as bytes (built directly: formatting two million
+    @Test("SIGTERM mid-claim, restart: the claim made anew gets a new id, so the pruner of the abandoned one leaves its rows; the list ends failed with every row")
+    func restartedClaimKeepsItsRows() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let database = scratch.path + "/imgd-data/state/imgd-state.sqlite"
+        var daemon = try await DaemonProcess.start(in: scratch.path)
+        // 1.5 million bad lines: as long to claim as URLs, and all failed at claim (bad_url), so
+        // the list finishes as soon as it is claimed, without the network.
+        let count = 1_500_000
+        try daemon.drop("long.txt", String(decoding: Self.numberedURLs(count, prefix: "not-a-url-"), as: UTF8.self))
+        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+            (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
+        }
+        try #require(claiming, "log: \(daemon.log)")
+        let first = try await sqlite(database, "select id from lists where name = 'long.txt'")
+        #expect(await daemon.stop(SIGTERM, within: .seconds(10))?.status == 0, "log: \(daemon.log)")
+        try #require(daemon.spoolNames().contains("long.txt"))
+
+        daemon = try await DaemonProcess.start(in: scratch.path)
+        let list = try #require(await daemon.finishedList("long.txt", timeout: .seconds(120)), "log: \(daemon.log)")
+        #expect(list["state"] as? String == "failed")
+        #expect(list["total"] as? Int == count && list["failed"] as? Int == count)
+        let id = try await sqlite(database, "select id from lists where name = 'long.txt'")
+        #expect(!first.isEmpty && id != first)
+        // The abandoned claim's rows pruned, the new list's all there.
+        let settled = await eventuallyAsync(timeout: .seconds(60)) {
+            try await sqlite(database, "select count(*) from pruning") == "0"
+        }
+        #expect(settled)
+        #expect(try await sqlite(database, "select count(*) from list_urls where list_id = \(id)") == "\(count)")
+        #expect(try await sqlite(database, "select count(*) from list_urls") == "\(count)")
+        #expect(await daemon.stop(SIGTERM, within: .seconds(10))?.status == 0)
+    }
+
+    /// `http://a/N` (or `<prefix>N`) for N in 0..<count, one a line, as bytes (built directly: formatting two million
     /// strings is slow in a debug build).
-    static func numberedURLs(_ count: Int) -> [UInt8] {
+    static func numberedURLs(_ count: Int, prefix: String = "http://a/") -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count * 17)
-        let prefix = Array("http://a/".utf8)
+        let prefix = Array(prefix.utf8)
         var digits = [UInt8](repeating: 0, count: 20)
         for number in 0..<count {
             bytes.append(contentsOf: prefix)

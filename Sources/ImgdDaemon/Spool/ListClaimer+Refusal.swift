@@ -64,12 +64,24 @@ extension ListClaimer {
     /// Refuses a regular file that cannot be read as a list (or is too large): moved to
     /// `failed/` (a regular file there harms no reader), with a report saying why (and `code`,
     /// the failure code, when there is one).
-    func refuse(_ entry: SpoolEntryName, movingItBecause reason: String, code: String? = nil) {
+    /// `target`: its name in `failed/` (by default the dropped name, shortened when long).
+    func refuse(_ entry: SpoolEntryName, movingItBecause reason: String, code: String? = nil, as target: String? = nil) {
         let name = entry.display
         log("refused \(name) in the spool: \(reason)", level: .warning)
-        let target = SpoolEntryName.fileName(for: name)
+        let target = target ?? SpoolEntryName.fileName(for: name)
         let moved = folders.move(entry, from: folders.spool, to: folders.failed, as: target) ?? freeReportName(for: name)
         reports.writeRefusal(name: name, reason: reason, code: code, as: moved)
+        onEvent(.refused(name: name, reason: reason))
+    }
+
+    /// Reports a list whose name was given to something else (`kind`) while it was being
+    /// claimed: what the name held by then was moved into `.claimed/`, found not to be the file
+    /// read, and removed; the claim was dropped. The file read is wherever its dropper put it.
+    func refuseReplaced(name: String, by kind: String) {
+        let reason = "it was replaced while being claimed (by \(kind)); the claim was dropped and what replaced it removed "
+            + "(drop the list again, and leave it in place until it is claimed)"
+        log("refused \(name) in the spool: \(reason)", level: .warning)
+        reports.writeRefusal(name: name, reason: reason, code: "bad_list", as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }
 

@@ -153,6 +153,13 @@ final class ListClaimer: Sendable {
             return  // gone: claimed already (a name can be reported twice) or removed
         }
         if let refusal = Refusal(info) { return refuse(entry, refusal) }
+        // A list named like a report would take its report's name in done/ or failed/ (and be
+        // replaced by it, or removed by a retry): refused, moved aside under another name.
+        if name.hasSuffix(ListReportWriter.suffix) {
+            return refuse(
+                entry, movingItBecause: "its name ends in \(ListReportWriter.suffix), which is kept for reports (rename it and drop it again)",
+                code: "bad_list", as: SpoolEntryName.fileName(for: name + ".list"))
+        }
         let fd = entry.withCString { openat(folders.spool, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 {
             let code = errno
@@ -217,10 +224,28 @@ final class ListClaimer: Sendable {
             log("stopping: list \(name) left in the spool, to be claimed at the next start")
             return
         }
-        guard folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) != nil else {
+        guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
             log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
+            return
+        }
+        // The move was by name: during the claim the dropper may have put something else under
+        // it (a symlink to /etc/shadow, a FIFO, another file). Only the daemon writes in
+        // `.claimed/`, so what is there now stays what was moved: compared with the file read.
+        var claimedInfo = stat()
+        let same = fstatat(folders.claimed, moved, &claimedInfo, AT_SYMLINK_NOFOLLOW) == 0
+            && claimedInfo.st_dev == info.st_dev && claimedInfo.st_ino == info.st_ino
+        guard same else {
+            let kind = switch Refusal(claimedInfo) {
+            case .notRegular(let kind)?: kind
+            case .folder?: "a folder"
+            case .hardLink?, nil: "another file"
+            }
+            unlinkat(folders.claimed, moved, (claimedInfo.st_mode & S_IFMT) == S_IFDIR ? AT_REMOVEDIR : 0)
+            try? store.abandonClaim(list: record.id)
+            pruner.schedule()  // its rows
+            refuseReplaced(name: name, by: kind)
             return
         }
         try? store.finishClaim(list: record.id)

@@ -20,6 +20,8 @@ struct ListReportWriter: Sendable {
     static let echoLimit = EchoedText.defaultLimit
     /// Failures listed one by one in a report, at most (all are counted in `failed_by_code`).
     static let reportedFailures = 10_000
+    /// What a report's name ends in (`NAME.report.json`); a list may not (it is refused).
+    static let suffix = ".report.json"
     /// Failures read from the database at a time.
     static let pageSize = 256
 

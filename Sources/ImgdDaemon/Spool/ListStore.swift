@@ -116,6 +116,20 @@ public final class ListStore: Sendable {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
         CREATE TABLE IF NOT EXISTS pruning (list_id INTEGER PRIMARY KEY);
+        CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """
+
+    /// The next list's id: above every id given before (`counters.last_list_id`), and above any
+    /// id that still has anything in the database (a list row, URL rows, a `pruning` entry) —
+    /// the latter for databases made before the counter. `lists.id` is a plain rowid, which
+    /// SQLite would reuse after the newest row is deleted (an abandoned claim): the new list
+    /// would then share the id whose URL rows the pruner is deleting, and lose its own.
+    private static let nextListID = """
+        SELECT max(
+            coalesce((SELECT value FROM counters WHERE name = 'last_list_id'), 0),
+            coalesce((SELECT max(id) FROM lists), 0),
+            coalesce((SELECT max(list_id) FROM list_urls), 0),
+            coalesce((SELECT max(list_id) FROM pruning), 0)) + 1
         """
 
     /// `list_urls.state` values.
@@ -175,9 +189,17 @@ public final class ListStore: Sendable {
                     name = "\(fileName)~\(suffix)"
                 }
                 taken.reset()
+                let next = try connection.statement(Self.nextListID)
+                guard try next.step() else { throw SQLiteError(code: 1, message: "no next list id", context: "claim") }
+                let id = next.int(0)
+                next.reset()
+                let remember = try connection.statement(
+                    "INSERT OR REPLACE INTO counters (name, value) VALUES ('last_list_id', ?1)")
+                remember.bind(1, id)
+                try remember.step()
                 let statement = try connection.statement("""
-                    INSERT INTO lists (name, claimed_file, format, state, pin_ms, claimed_at, owner)
-                    VALUES (?1, '', ?2, 'claiming', ?3, ?4, ?5) RETURNING id
+                    INSERT INTO lists (id, name, claimed_file, format, state, pin_ms, claimed_at, owner)
+                    VALUES (?6, ?1, ?7, ?2, 'claiming', ?3, ?4, ?5)
                     """)
                 defer { statement.reset() }
                 statement.bind(1, name)
@@ -185,13 +207,9 @@ public final class ListStore: Sendable {
                 statement.bind(3, pinMilliseconds)
                 statement.bind(4, time)
                 statement.bind(5, owner.map { Int($0) })
-                _ = try statement.step()
-                let id = statement.int(0)
-                statement.reset()
-                let file = try connection.statement("UPDATE lists SET claimed_file = ?2 WHERE id = ?1")
-                file.bind(1, id)
-                file.bind(2, "\(id).\(SpoolEntryName.fileName(for: fileName))")
-                try file.step()
+                statement.bind(6, id)
+                statement.bind(7, "\(id).\(SpoolEntryName.fileName(for: fileName))")
+                try statement.step()
                 return id
             }
         }
@@ -466,10 +484,19 @@ public final class ListStore: Sendable {
     }
 
     /// Puts the failed URLs of `list` back to pending (except bad lines and a broken list's
-    /// syntax, which would fail the same way). Returns how many.
-    public func requeueFailures(list: Int) throws(SQLiteError) -> Int {
+    /// syntax, which would fail the same way). Returns how many, or nil when the list is not
+    /// recorded any more: retired by the pruner since it was looked up (its URL rows may still be
+    /// there, being deleted; they are left alone). The check and the requeue are one transaction,
+    /// so a list is either requeued (and `active`: never retired) or not touched.
+    public func requeueFailures(list: Int) throws(SQLiteError) -> Int? {
         try connection.withLock { connection throws(SQLiteError) in
-            try connection.transaction { () throws(SQLiteError) in
+            try connection.transaction { () throws(SQLiteError) -> Int? in
+                let recorded = try connection.statement(
+                    "SELECT 1 FROM lists WHERE id = ?1 AND id NOT IN (SELECT list_id FROM pruning)")
+                recorded.bind(1, list)
+                let found = try recorded.step()
+                recorded.reset()
+                guard found else { return nil }
                 let update = try connection.statement(
                     "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code NOT IN ('bad_url', 'bad_list')")
                 update.bind(1, list)

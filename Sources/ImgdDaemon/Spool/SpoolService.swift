@@ -180,7 +180,15 @@ public final class SpoolService: @unchecked Sendable {
                 downloader.forgetFailures(of: page.map { CacheKey(normalizedURL: $0.failure.url) })
                 after = last.seq
             }
-            let requeued = (try? store.requeueFailures(list: record.id)) ?? 0
+            let requeued: Int
+            do {
+                // Retired by the pruner since the lookup: as if it had not been found (its file
+                // stays in failed/, no run is made for a list the database no longer has).
+                guard let count = try store.requeueFailures(list: record.id) else { return nil }
+                requeued = count
+            } catch {
+                requeued = 0
+            }
             guard requeued > 0 else { return 0 }
             if var run = runs[record.id] {
                 run.cursor = 0
