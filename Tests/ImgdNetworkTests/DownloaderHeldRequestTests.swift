@@ -16,8 +16,9 @@ struct DownloaderHeldRequestTests {
     @Test("a fetch cancelled before it waits, its cancel answered by the engine before the continuation is attached: the count is given back once, not twice")
     func cancelAnsweredBeforeAttach() async throws {
         let held = HeldRequests()
-        #expect(held.take(1, limit: nil))
-        let token = FetchToken(url: try ImageURL("http://127.0.0.1:1/a.png"), priority: .onDemand, submitter: .interactive, held: held)
+        let url = try ImageURL("http://127.0.0.1:1/a.png")
+        #expect(held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil))
+        let token = FetchToken(url: url, priority: .onDemand, submitter: .interactive, held: held)
         // The task's cancellation handler, then the engine's `cancelWait`, then `attach`.
         #expect(token.cancel())
         token.answer(.failure(.cancelled))
@@ -25,14 +26,15 @@ struct DownloaderHeldRequestTests {
             #expect(!token.attach(continuation))
         }
         #expect(Self.isCancelled(outcome))
-        #expect(held.value == 0)
+        #expect(held.value == 0 && held.bytes == 0)
     }
 
     @Test("attached first, then cancelled and answered: given back once")
     func cancelAfterAttach() async throws {
         let held = HeldRequests()
-        #expect(held.take(1, limit: nil))
-        let token = FetchToken(url: try ImageURL("http://127.0.0.1:1/b.png"), priority: .onDemand, submitter: .interactive, held: held)
+        let url = try ImageURL("http://127.0.0.1:1/b.png")
+        #expect(held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil))
+        let token = FetchToken(url: url, priority: .onDemand, submitter: .interactive, held: held)
         let outcome = await withCheckedContinuation { continuation in
             #expect(token.attach(continuation))
             #expect(token.cancel())
@@ -40,7 +42,7 @@ struct DownloaderHeldRequestTests {
             token.answer(.failure(.cancelled))
         }
         #expect(Self.isCancelled(outcome))
-        #expect(held.value == 0)
+        #expect(held.value == 0 && held.bytes == 0)
     }
 
     @Test("2,000 fetches of a gated URL, each cancelled as it starts: the held count ends at exactly 0 and is never seen below 0")
@@ -68,6 +70,7 @@ struct DownloaderHeldRequestTests {
             await watcher.value
             #expect(lowest.load(ordering: .relaxed) == 0)
             #expect(fixture.downloader.heldRequests == 0)
+            #expect(fixture.downloader.heldRequestBytes == 0)
             fixture.server.openGate("held")
         }
     }

@@ -51,7 +51,7 @@ final class FetchToken: Sendable {
             return (true, false)
         }
         if !attached {
-            if answersNow { held?.release() }
+            if answersNow { held?.release(bytes: HeldRequests.bytes(of: url)) }
             continuation.resume(returning: .failure(.cancelled))
         }
         return attached
@@ -77,7 +77,7 @@ final class FetchToken: Sendable {
             return (true, state.continuation)
         }
         guard isFirst else { return }
-        held?.release()
+        held?.release(bytes: HeldRequests.bytes(of: url))
         if let handler { handler(url, outcome) } else { continuation?.resume(returning: outcome) }
     }
 }
