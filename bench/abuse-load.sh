@@ -5,7 +5,7 @@
 # `get` of small cached images. Samples the daemon's peak RSS (VmHWM) and counts the
 # well-behaved requests answered and not. Target: peak RSS < 256 MiB, every one answered.
 #
-#   bench/abuse-load.sh [--quick] [--duration S] [--patterns add,data,junk,subscribe] [--no-loop]
+#   bench/abuse-load.sh [--quick] [--duration S] [--patterns add,data,junk,subscribe] [--long-urls] [--no-loop]
 #
 # Environment: IMGD=/path/to/imgd (otherwise it builds .build/release/imgd), PYTHON (python3).
 # Writes its section of bench/RESULTS.md (between the abuse-load marker comments); the exit
@@ -21,6 +21,7 @@ DURATION=30
 CORPUS_SMALL=2000               # the prefetch benchmark's --quick corpus (shared, kept)
 BIG_MB=40
 PATTERNS=add,data,junk,subscribe
+LONG_URLS=()
 USE_LOOP=1
 MOUNTED=0
 IMGD_BIN=""
@@ -34,6 +35,7 @@ Options:
   --quick         10 s of abuse instead of 30 (smoke test)
   --duration S    seconds of abuse (default 30)
   --patterns LIST which abusers run (default add,data,junk,subscribe; a subset shows what each costs)
+  --long-urls     the add flood sends 840 adds of 127 URLs of ~8,000 characters (byte bounds)
   --no-loop       work in bench/work/abuse on / instead of a journaled ext4 loop image
 EOF2
 }
@@ -44,6 +46,7 @@ parse_args() {
             --quick) DURATION=10 ;;
             --duration) DURATION=$2; shift ;;
             --patterns) PATTERNS=$2; shift ;;
+            --long-urls) LONG_URLS=(--long-urls) ;;
             --no-loop) USE_LOOP=0 ;;
             -h|--help) usage; exit 0 ;;
             *) usage >&2; die "unknown option: $1" ;;
@@ -110,7 +113,7 @@ main() {
     log "nginx $(nginx_version) on 127.0.0.1:$NGINX_PORT; imgd: $IMGD_BIN; $DURATION s of abuse"
     IMGD_BENCH_PIDFILE=$WORK/daemon.pid "$PYTHON" "$BENCH_DIR/abuse_load.py" --imgd "$IMGD_BIN" \
         --work "$DATA" --small-list "$WORK/lists/small.txt" --big-url "$big_url" --big-mb "$BIG_MB" \
-        --duration "$DURATION" --patterns "$PATTERNS" --results "$BENCH_DIR/RESULTS.md" \
+        --duration "$DURATION" --patterns "$PATTERNS" "${LONG_URLS[@]}" --results "$BENCH_DIR/RESULTS.md" \
         --command "bench/abuse-load.sh${ORIG_ARGS:+ $ORIG_ARGS}"
 }
 

@@ -14,6 +14,10 @@ well-behaved clients connect (one connection each, kept). Then, at once, for --d
   replies), then `add` requests of 10,000 URLs (the most allowed) until 20 have been sent; the
   URLs point at a port that accepts connections and never answers, so what is taken stays
   queued. Counted: replies by code (invalid_argument, queue_full, accepted URLs).
+  With --long-urls instead: 840 `add`s of 127 URLs of ~8,000 characters (each line just under
+  the 1 MiB limit), sent 20 at a time; the first half to the port that never answers (held:
+  `max-queued-bytes`), the second to port 1 (refused at once, so remembered: the failure
+  memory's byte cap).
 - data hogs: 10 connections each send 20 `get` with `data: true` for the big image, pipelined,
   and never read.
 - junk list: a 10,000-line list of 8 KiB lines of junk dropped in the spool.
@@ -97,26 +101,36 @@ class Sampler(threading.Thread):
             time.sleep(0.05)
 
 
-def add_flood(path: str, hole: int, stop: threading.Event, out: dict) -> None:
-    """40 adds of 30,000 URLs, then adds of 10,000 until 20 more were sent."""
+LONG_PADDING = 8_000
+
+
+def add_flood(path: str, hole: int, stop: threading.Event, out: dict, long_urls: bool = False) -> None:
+    """40 adds of 30,000 URLs, then adds of 10,000 until 20 more were sent; with `long_urls`,
+    840 adds of 127 URLs of ~8,000 characters (half held, half refused and remembered)."""
     counts = {}
     accepted = 0
     serial = 0
 
-    def batch(n: int) -> bytes:
+    def batch(n: int, port: int = hole, padding: int = 0) -> bytes:
         nonlocal serial
-        # Short URLs (a hex serial as the query), so 30,000 fit in one line under 1 MiB.
-        urls = [f"http://127.0.0.1:{hole}/?{serial + i:x}" for i in range(n)]
+        # Short URLs (a hex serial as the query), so 30,000 fit in one line under 1 MiB; or
+        # padded to ~8,000 characters, 127 to a line.
+        pad = "p" * padding
+        urls = [f"http://127.0.0.1:{port}/?{serial + i:x}{pad}" for i in range(n)]
         serial += n
         line = json.dumps({"cmd": "add", "urls": urls}, separators=(",", ":")).encode() + b"\n"
         assert len(line) <= 1 << 20, f"an add line of {len(line)} bytes is over the 1 MiB line limit"
         return line
 
+    if long_urls:
+        groups = [[(127, hole, LONG_PADDING)] * 20] * 21 + [[(127, 1, LONG_PADDING)] * 20] * 21
+    else:
+        groups = [[(30_000, hole, 0)] * 40, [(10_000, hole, 0)] * 20]
     try:
         sock = connect(path, timeout=60)
         buffer = bytearray()
-        for group in ([30_000] * 40, [10_000] * 20):
-            sock.sendall(b"".join(batch(n) for n in group))
+        for group in groups:
+            sock.sendall(b"".join(batch(*spec) for spec in group))
             for _ in group:
                 reply = json.loads(read_line(sock, buffer))
                 if reply.get("ok"):
@@ -239,7 +253,7 @@ def socket_abusers(args, path: str, hole_port: int, patterns: set, stop: threadi
     """The abusers that talk to the socket: the add flood, the idle subscribers, the data hogs."""
     abusers = []
     if "add" in patterns:
-        abusers.append(threading.Thread(target=add_flood, args=(path, hole_port, stop, results["flood"])))
+        abusers.append(threading.Thread(target=add_flood, args=(path, hole_port, stop, results["flood"], args.long_urls)))
     if "subscribe" in patterns:
         abusers.append(threading.Thread(target=subscribers, args=(path, 256, stop, results["subs"])))
     if "data" in patterns:
@@ -369,8 +383,11 @@ def section(args, r: dict) -> str:
         "(`--disk-limit 2GiB` aside).",
         "",
         f"- Machine: {results_md.machine()}",
-        f"- Abuse for {args.duration} s: 40 `add` × 30,000 URLs then 20 × 10,000 on one connection (URLs to a port "
-        f"that never answers); 10 connections × 20 pipelined `get data:true` of a {args.big_mb:.0f} MB image, never "
+        f"- Abuse for {args.duration} s: "
+        + ("840 `add` × 127 URLs of ~8,000 characters on one connection (half to a port that never answers, half "
+           "to port 1, refused and remembered); " if args.long_urls else
+           "40 `add` × 30,000 URLs then 20 × 10,000 on one connection (URLs to a port that never answers); ")
+        + f"10 connections × 20 pipelined `get data:true` of a {args.big_mb:.0f} MB image, never "
         f"read; a {args.junk_lines:,}-line list of 8 KiB junk; 256 idle `subscribe` connections. "
         + (f"The socket abusers are another member (uid {r['abuser_uid']}); the well-behaved clients root."
            if "abuser_uid" in r else "Abusers and well-behaved clients are the same user."),
@@ -414,6 +431,8 @@ def main() -> None:
                         help="which abusers run (a subset, to see what each costs)")
     parser.add_argument("--no-other-user", dest="abuser_uid", action="store_false",
                         help="run the socket abusers as this user too (default as root: as uid 65534)")
+    parser.add_argument("--long-urls", action="store_true",
+                        help="the add flood sends URLs of ~8,000 characters (held-request and failure-memory bytes)")
     parser.add_argument("--results")
     parser.add_argument("--command", default="bench/abuse-load.sh")
     args = parser.parse_args()

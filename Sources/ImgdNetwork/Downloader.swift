@@ -42,7 +42,7 @@ public final class Downloader: Sendable {
         _ url: ImageURL, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
     ) async throws(DownloadError) -> CachedImage {
         if let image = cachedImage(for: url) { return image }
-        _ = held.take(1, limit: nil)
+        _ = held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil)
         let token = FetchToken(url: url, priority: priority, submitter: submitter, held: held)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -63,12 +63,12 @@ public final class Downloader: Sendable {
     /// is answered twice. Withdraw the lot with ``cancel(submitter:)``.
     ///
     /// With `limit`, the request is all or nothing: when the URLs not on disk would take
-    /// ``heldRequests`` past `limit`, nothing is requested, `handler` is never called, and the
+    /// ``heldRequests`` or ``heldRequestBytes`` past `limit`, nothing is requested, `handler` is never called, and the
     /// result is false. Without it (the spool's windows, bounded by their own size) it is
     /// always taken, and counted all the same.
     @discardableResult
     public func prefetch(
-        _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: Int? = nil,
+        _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: HeldRequestLimit? = nil,
         handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
     ) -> Bool {
         let keys = urls.map(\.cacheKey)
@@ -76,7 +76,8 @@ public final class Downloader: Sendable {
         var missing: [ImageURL] = []
         for (url, key) in zip(urls, keys) where cached[key] == nil { missing.append(url) }
         // Decided before any handler runs, so a refused request has no effect at all.
-        guard held.take(missing.count, limit: limit) else { return false }
+        let missingBytes = missing.reduce(0) { $0 + HeldRequests.bytes(of: $1) }
+        guard held.take(missing.count, bytes: missingBytes, limit: limit) else { return false }
         let now = WallClock.nowMilliseconds()
         for (url, key) in zip(urls, keys) {
             guard let found = cached[key] else { continue }
@@ -97,6 +98,9 @@ public final class Downloader: Sendable {
     /// for a retry), from ``fetch(_:priority:submitter:)`` and ``prefetch(_:submitter:priority:limit:handler:)``
     /// alike, one per URL per request. Exact at the time it is read, and cheap to read.
     public var heldRequests: Int { held.value }
+
+    /// The bytes of the URLs of ``heldRequests`` (each request counts its URL's, once per request).
+    public var heldRequestBytes: Int { held.bytes }
 
     /// The image for `url` if the disk tier has it (checked: see ``DiskCache/lookup(_:)``).
     private func cachedImage(for url: ImageURL) -> CachedImage? {

@@ -106,3 +106,50 @@ struct ControlBackpressureTests {
         await fixture.stop()
     }
 }
+
+/// Replies decided when their line was read (`too_many_requests` past the pending limit) pile
+/// up behind a slow request until they reach the backpressure mark: a client that reads must
+/// still get them all and not be taken for a slow reader.
+@Suite("Control socket: backpressure on held replies")
+struct ControlHeldReplyTests {
+    /// A 1 MiB output limit: the mark (512 KiB) is reached by ~5,000 `too_many_requests`
+    /// replies. Not less: the lines of one read (up to 64 KiB, ~3,000 of these) are all answered
+    /// before reads are held, and their replies must fit in the other half.
+    static let limit = 1024 * 1024
+    static let lines = 10_000
+
+    @Test("a reading client that pipelines 10,000 lines behind a slow request, past the pending limit and the backpressure mark, gets every reply in order and is not disconnected, even when the request outlasts the slow-reader timeout")
+    func readerBehindSlowRequestGetsEveryReply() async throws {
+        let folder = try ControlTestFolder()
+        let timeout = Duration.seconds(1)
+        let fixture = try await ControlTestServer.start(
+            at: folder.socketPath, limits: ControlLimits(maxQueuedOutputBytes: Self.limit, slowReaderTimeout: timeout))
+        let client = try await fixture.connect()
+        var text = #"{"id":0,"cmd":"slow"}"# + "\n"
+        for id in 1...Self.lines { text += #"{"id":\#(id),"cmd":"ping"}"# + "\n" }
+        // Not awaited: once the server holds its reads, the rest stays in the client's buffers.
+        let sending = Task { try await client.sendRaw(ByteBuffer(string: text)) }
+        #expect(await eventually { fixture.gate.waiting == 1 })
+        // The held replies reach the mark while the request runs.
+        #expect(await eventually { fixture.server.metrics.largestQueuedOutputBytes >= Self.limit / 2 })
+        // The slow request outlasts the slow-reader timeout. Not a synchronisation: what is
+        // checked is that nothing happens in this time.
+        try await Task.sleep(for: timeout * 2)
+        fixture.gate.open()
+        for id in 0...Self.lines {
+            guard let reply = try? await client.nextValue() else {
+                Issue.record("no reply \(id); log: \(fixture.log.lines)")
+                break
+            }
+            guard reply["id"] == JSONValue(id) else {
+                Issue.record("reply \(id): \(reply); log: \(fixture.log.lines)")
+                break
+            }
+        }
+        try await sending.value
+        #expect(fixture.server.metrics.slowReaderDisconnects == 0)
+        #expect(try await client.request(#"{"id":"after","cmd":"ping"}"#)["ok"] == true)
+        await client.close()
+        await fixture.stop()
+    }
+}

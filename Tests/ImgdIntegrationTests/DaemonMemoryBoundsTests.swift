@@ -84,6 +84,47 @@ struct DaemonMemoryBoundsTests {
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
     }
 
+    @Test("max-queued-bytes: an add of long URLs that would take the held URLs' bytes past it gets queue_full naming it and queues nothing, though far under max-queued; one within it is taken")
+    func queueFullByBytes() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let server = try await TestHTTPServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--max-queued-bytes", "64KiB", "--max-parallel", "1"])
+        defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
+        let connection = try await BoundsConnection(daemon.socket)
+        // URLs of ~8,000 bytes, as an abuser would send (the longest taken is 8 KiB).
+        let padding = String(repeating: "p", count: 8000)
+        func long(_ name: String) -> String { "\"" + server.url("/img/\(name).png?pad=\(padding)") + "\"" }
+
+        // One held transfer, so what is added stays queued behind it.
+        let held = try await connection.result(#"{"cmd":"add","urls":["\#(server.url("/img/held.png?gate=b"))"]}"#)
+        #expect(held["accepted"] as? Int == 1)
+        #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
+        // Five of ~8 KB: ~40 KB, taken.
+        let five = (0..<5).map { long("long-ok-\($0)") }.joined(separator: ",")
+        #expect(try await connection.result(#"{"cmd":"add","urls":[\#(five)]}"#)["accepted"] as? Int == 5)
+        // Four more: ~72 KB in all, past 64 KiB though only 10 requests: refused, all of them.
+        let four = (0..<4).map { long("long-refused-\($0)") }.joined(separator: ",")
+        let full = try await connection.call(#"{"cmd":"add","urls":[\#(four)]}"#)
+        #expect(errorCode(full) == "queue_full", "\(full)")
+        #expect(errorMessage(full).contains("max-queued-bytes") && errorMessage(full).contains("nothing of this request"), "\(full)")
+
+        server.openGate("b")
+        let fetched = await eventuallyAsync(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-ok-") == 5 }
+        #expect(fetched, "log: \(daemon.log)")
+        // Once drained, an add of as many is taken; the refused URLs were never requested.
+        let later = (0..<4).map { long("long-later-\($0)") }.joined(separator: ",")
+        let taken = await eventuallyAsync(timeout: .seconds(30)) {
+            try await connection.call(#"{"cmd":"add","urls":[\#(later)]}"#)["ok"] as? Bool == true
+        }
+        #expect(taken, "add still refused after the queue drained; log: \(daemon.log)")
+        #expect(await eventuallyAsync(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-later-") == 4 })
+        #expect(server.requestCount(prefix: "/img/long-refused-") == 0)
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+    }
+
     @Test("get data:true over max-data-bytes: too_large (fetched, from memory, from disk), path still works; a small one on the same connection is returned")
     func dataTooLarge() async throws {
         let scratch = try ScratchFolder()

@@ -70,3 +70,27 @@ struct FailureMemoryTests {
         #expect(memory.count == 0)
     }
 }
+
+@Suite("Failure memory: bounded by bytes")
+struct FailureMemoryBytesTests {
+    @Test("failures of 8 KiB URLs past the byte cap: the oldest are forgotten, the bytes kept stay within the cap, the newest stay; forgetting gives the bytes back")
+    func byteCapacity() throws {
+        let cap = 1 << 20
+        var memory = FailureMemory(capacity: 100_000, byteCapacity: cap)
+        let now = ContinuousClock.now
+        let padding = String(repeating: "a", count: 8000)
+        var keys: [CacheKey] = []
+        for n in 0..<500 {
+            let url = try ImageURL("http://127.0.0.1:1/?\(n)-\(padding)")
+            keys.append(url.cacheKey)
+            memory.remember(url.cacheKey, url: url.normalized, error: .connect("refused"), until: now + .seconds(600))
+            #expect(memory.bytes <= cap)
+        }
+        // ~8 KiB each: about 128 fit in 1 MiB, not 500.
+        #expect(memory.count < 140 && memory.count > 100, "\(memory.count) kept")
+        #expect(memory.failure(for: keys[0], now: now) == nil)
+        #expect(memory.failure(for: keys[499], now: now) != nil)
+        for key in keys { memory.forget(key) }
+        #expect(memory.count == 0 && memory.bytes == 0)
+    }
+}

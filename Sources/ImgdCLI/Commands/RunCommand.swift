@@ -65,6 +65,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Requests held for clients (add, get without waiting, list windows) before add is refused with queue_full (default 100000).")
     var maxQueued: String?
     @Option(help: "Largest image get returns inline with data: true (default 4MiB; larger is too_large).") var maxDataBytes: String?
+    // Memory bounds by bytes (memory review).
+    @Option(help: "Bytes of the URLs of the held requests before add is refused with queue_full (default 64MiB).")
+    var maxQueuedBytes: String?
 
     func run() async throws {
         var flags: [(key: String, value: String)] = []
@@ -79,6 +82,7 @@ struct RunCommand: AsyncParsableCommand {
             ("pressure-threshold", pressureThreshold),
             ("max-list-bytes", maxListBytes), ("max-list-lines", maxListLines),
             ("max-add-urls", maxAddUrls), ("max-queued", maxQueued), ("max-data-bytes", maxDataBytes),
+            ("max-queued-bytes", maxQueuedBytes),
         ]
         for (key, value) in given { if let value { flags.append((key, value)) } }
         var environment: [String: String] = [:]

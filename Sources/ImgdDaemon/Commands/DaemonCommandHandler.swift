@@ -169,7 +169,7 @@ struct DaemonCommands {
         let disk = services.disk
         let counters = services.counters
         let queued = services.downloader.prefetch(
-            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.maxQueued
+            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit
         ) { url, result in
             switch result {
             case .success(let image):
@@ -185,7 +185,7 @@ struct DaemonCommands {
                 events.publish("failed", data: ["url": .string(url.normalized), "code": .string(error.code), "message": .string(error.message)])
             }
         }
-        guard queued else { throw .queueFull(limit: config.maxQueued) }
+        guard queued else { throw .queueFull(requests: config.maxQueued, bytes: config.maxQueuedBytes) }
         logChange("add: \(accepted.count) URLs queued")
         return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
     }
@@ -263,9 +263,9 @@ struct DaemonCommands {
         let downloader = services.downloader
         guard wait else {
             // No task per request: a held token, counted against max-queued like an add's.
-            let limit = services.config.withLock { $0.maxQueued }
+            let limit = services.config.withLock { $0.heldRequestLimit }
             guard downloader.prefetch([url], submitter: .interactive, priority: .onDemand, limit: limit, handler: { _, _ in }) else {
-                throw .queueFull(limit: limit)
+                throw .queueFull(requests: limit.requests, bytes: limit.bytes)
             }
             return ["pending": true]
         }
@@ -434,10 +434,10 @@ struct DaemonCommands {
         }
         if request.value("url") != nil {
             let url = try url()
-            let limit = services.config.withLock { $0.maxQueued }
+            let limit = services.config.withLock { $0.heldRequestLimit }
             services.downloader.forgetFailures(of: url)
             guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: { _, _ in })
-            else { throw .queueFull(limit: limit) }
+            else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
             logChange("retry: \(EchoedText.cut(url.normalized))")
             return ["requeued": 1]
         }
@@ -445,8 +445,11 @@ struct DaemonCommands {
         let remembered = await services.downloader.rememberedFailures()
         // Checked before the failures are forgotten (a refused retry must leave them as they
         // were); another request may still take the room meanwhile, which the limit tolerates.
-        let limit = services.config.withLock { $0.maxQueued }
-        guard services.downloader.heldRequests + remembered.count <= limit else { throw .queueFull(limit: limit) }
+        let limit = services.config.withLock { $0.heldRequestLimit }
+        let rememberedBytes = remembered.reduce(0) { $0 + $1.url.utf8.count }
+        guard services.downloader.heldRequests + remembered.count <= limit.requests,
+            services.downloader.heldRequestBytes + rememberedBytes <= limit.bytes
+        else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
         services.downloader.forgetFailures()
         let urls = remembered.compactMap { try? ImageURL($0.url) }
         services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch) { _, _ in }

@@ -59,6 +59,8 @@ extension DaemonConfig {
         .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true),
         .integer("max-queued", \.maxQueued, 1...100_000_000, reloadable: true),
         .bytes("max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true),
+        // Memory bounds by bytes (memory review).
+        .bytes("max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true),
     ]
 
     /// Every setting's name, in the order `--help` lists them.

@@ -60,6 +60,13 @@ public struct DaemonConfig: Sendable, Equatable {
     /// `add`, `get` or spool window) before `add` and `get` with `wait: false` are refused
     /// with `queue_full`: 100,000 by default.
     public var maxQueued = 100_000
+    // Memory bounds by bytes (memory review): the bytes of the held requests' URLs.
+    /// Bytes of the URLs of the requests the downloader holds (each counts its URL's, up to
+    /// 8 KiB) before `add`, `get` with `wait: false` and `retry` are refused with `queue_full`:
+    /// 64 MiB by default. `max-queued` alone let 100,000 URLs of 8 KiB hold ~800 MB.
+    public var maxQueuedBytes = 64 << 20
+    /// The two held-request bounds, as the downloader takes them.
+    public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
     /// The largest image `get` returns inline with `data: true`, counted on its bytes before
     /// base64: 4 MiB by default; a larger one is `too_large`.
     public var maxDataBytes = 4 << 20

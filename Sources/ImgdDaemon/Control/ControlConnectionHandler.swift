@@ -9,8 +9,11 @@ import NIOCore
 /// kernel reach half of ``ControlLimits/maxQueuedOutputBytes``, no request starts and nothing
 /// more is read (the `read` event is held back) until the client has taken some. A request
 /// starts only below that mark, so its reply, whatever its size, takes the queue at most one
-/// reply past the limit. A client that takes nothing for ``ControlLimits/slowReaderTimeout``
-/// while over the mark is disconnected.
+/// reply past the limit. Replies decided when their line was read (`too_many_requests`, …) go
+/// out as soon as the requests before them are answered, backed up or not; lines read past the
+/// mark are parsed only below it, so their replies add no more than a request's would. A client that takes
+/// nothing written to it for ``ControlLimits/slowReaderTimeout`` while over the mark is
+/// disconnected; replies held behind a request still running are not the client's to take.
 ///
 /// Everything here runs on the channel's event loop, which owns all of this state; the command
 /// handler runs in a task whose result comes back to the loop through a promise.
@@ -40,6 +43,11 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         /// A reply decided when its line was read (`bad_request`, `too_many_requests`, …);
         /// with `closeAfter` the connection closes once it is flushed (`line_too_long`).
         case reply(ByteBuffer, closeAfter: Bool)
+        /// A line read while the output was backed up, not parsed yet: it waits, as a request
+        /// does, until the client has taken some output. Parsed at once, the lines of that read
+        /// (up to a few hundred KiB of tiny lines) would each queue a reply of ~100 bytes, many
+        /// times the output limit. Their bytes are bounded by the one read: reads are held.
+        case line(ByteBuffer)
     }
 
     let settings: ControlConnectionSettings
@@ -53,6 +61,8 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     var waitingRequests = 0
     /// Bytes of the replies in `pending`; they count as queued output.
     var heldReplyBytes = 0
+    /// Lines in `pending` not parsed yet: later lines wait behind them, in order.
+    var unparsedLines = 0
     /// The command handler's task for the running request.
     var running: Task<Void, Never>?
     var isRunning = false
@@ -165,12 +175,17 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
             settings.metrics.increment(\.linesTooLong)
             settings.log("control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
             hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
+        case .line(let line) where isBackedUp || unparsedLines > 0:
+            unparsedLines += 1
+            pending.append(.line(line))
         case .line(let line):
             switch pendingItem(for: line) {
             case .request(let request):
                 pending.append(.request(request))
             case .reply(let reply, let closeAfter):
                 hold(reply, closeAfter: closeAfter)
+            case .line:
+                preconditionFailure("a parsed line is a request or a reply")
             }
         }
         drain()
@@ -215,16 +230,36 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         let wasBackedUp = isBackedUp
         heldReplyBytes += reply.readableBytes
         if !wasBackedUp, isBackedUp { becameBackedUp() }
+        recordQueuedOutput()
         pending.append(.reply(reply, closeAfter: closeAfter))
     }
 
     /// Answers what can be answered now, in order, until a request has to wait for the handler
-    /// or for the client to take its output (see ``isBackedUp``).
+    /// or for the client to take its output (see ``mayStart``). A reply already decided goes
+    /// out even while backed up: it counts as queued output whether held or written, so writing
+    /// it does not add to the total, and holding it back would keep a client that reads from
+    /// ever seeing the output fall (it would be dropped as a slow reader). Only starting a
+    /// request waits on backpressure, since its reply is new output.
     func drain() {
-        while state != .closed, !isRunning, !isBackedUp, let next = pending.popFirst() {
+        loop: while state != .closed, !isRunning, let next = pending.first {
+            let item: Pending
             switch next {
-            case .reply(let reply, let closeAfter):
+            case .reply(let reply, _):
                 heldReplyBytes -= reply.readableBytes
+                item = next
+            case .line(let line):
+                guard mayStart else { break loop }
+                unparsedLines -= 1
+                item = pendingItem(for: line)
+            case .request:
+                guard mayStart else { break loop }
+                item = next
+            }
+            pending.removeFirst()
+            switch item {
+            case .line:
+                preconditionFailure("a parsed line is a request or a reply")
+            case .reply(let reply, let closeAfter):
                 write(reply, isEvent: false)
                 if closeAfter {
                     closeAfterFlush()
@@ -305,11 +340,20 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         return queued == 0 || queued + size <= limits.maxQueuedOutputBytes
     }
 
-    /// Half the output limit or more is queued: no request starts and nothing is read until the
-    /// client takes some. Half, not all: a reply of a request started just below the mark then
+    /// Half the output limit or more is queued (written or held): nothing more is read or parsed
+    /// until the client takes some (see ``mayStart`` for requests). Half, not all: a reply of a request started just below the mark then
     /// still fits under the limit unless it is larger than half of it on its own.
     var isBackedUp: Bool {
         queuedOutputBytes + heldReplyBytes >= limits.maxQueuedOutputBytes / 2
+    }
+
+    /// Whether the next request (or unparsed line) may start: the output written and not taken
+    /// by the kernel is below the mark. Replies held behind it do not count here: they can only
+    /// go out after it, so waiting on them would wait forever. They are bounded on their own,
+    /// as lines past the mark are not parsed (``isBackedUp``), so the queue still ends at most
+    /// one reply past the limit.
+    var mayStart: Bool {
+        queuedOutputBytes < limits.maxQueuedOutputBytes / 2
     }
 
     /// Writes one line (a reply is collected while a batch is open). A reply is always queued:
@@ -326,10 +370,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         let wasBackedUp = isBackedUp
         queuedOutputBytes += size
         if !wasBackedUp, isBackedUp { becameBackedUp() }
-        if queuedOutputBytes + heldReplyBytes > reportedQueuedOutputBytes {
-            reportedQueuedOutputBytes = queuedOutputBytes + heldReplyBytes
-            settings.metrics.recordMaximum(\.largestQueuedOutputBytes, reportedQueuedOutputBytes)
-        }
+        recordQueuedOutput()
         guard isEvent else {
             if collectingOutput {
                 if outbox == nil { outbox = line } else { outbox!.writeImmutableBuffer(line) }
@@ -346,6 +387,13 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         // An event follows the replies written before it.
         sendOutbox()
         send(line, events: 1)
+    }
+
+    /// Reports a new high-water mark of queued output (written or held) to the metrics.
+    private func recordQueuedOutput() {
+        guard queuedOutputBytes + heldReplyBytes > reportedQueuedOutputBytes else { return }
+        reportedQueuedOutputBytes = queuedOutputBytes + heldReplyBytes
+        settings.metrics.recordMaximum(\.largestQueuedOutputBytes, reportedQueuedOutputBytes)
     }
 
     /// Closes the batch of collected replies and sends them.
@@ -397,12 +445,12 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
             return
         }
         sendDropNoticeIfReady()
-        guard !isBackedUp else { return }
-        // Below the mark again: read on, and answer what waited for the client.
-        if readHeldBack, let context {
+        // Below the mark again: read on.
+        if !isBackedUp, readHeldBack, let context {
             readHeldBack = false
             context.read()
         }
+        // Answer what waited: held replies go out even while backed up (see ``drain()``).
         if !isRunning, !pending.isEmpty {
             collectingOutput = true
             drain()
@@ -424,7 +472,13 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         stallTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: lastOutputProgress + timeout) { [self] in
             stallTimer = nil
             guard state != .closed, isBackedUp else { return }
-            if NIODeadline.now() < lastOutputProgress + timeout {
+            if queuedOutputBytes == 0 {
+                // The kernel took everything written: what is queued are replies held behind a
+                // request still running, so the wait is the daemon's, not the client's. Look
+                // again later, as if the client had just read.
+                lastOutputProgress = .now()
+                armStallTimer()
+            } else if NIODeadline.now() < lastOutputProgress + timeout {
                 armStallTimer()
             } else {
                 disconnectSlowReader()
@@ -475,6 +529,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         endSubscription()
         pending.removeAll()
         heldReplyBytes = 0
+        unparsedLines = 0
         outbox = nil
     }
 

@@ -27,9 +27,9 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     case shuttingDown
     /// `not_found`: the thing named does not exist (a list, a cache entry with `fetch: false`).
     case notFound(String)
-    /// `queue_full`: the daemon already holds `limit` requests (`max-queued`); nothing of this
-    /// request was queued.
-    case queueFull(limit: Int)
+    /// `queue_full`: the daemon already holds `requests` requests (`max-queued`) or
+    /// `bytes` of their URLs (`max-queued-bytes`); nothing of this request was queued.
+    case queueFull(requests: Int, bytes: Int)
     /// `too_large`: `get` with `data: true` for an image over `max-data-bytes`; the file's
     /// `path` is the way to read it.
     case dataTooLarge(bytes: Int, limit: Int)
@@ -81,8 +81,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return "imgd is shutting down"
         case .notFound(let what):
             return what
-        case .queueFull(let limit):
-            return "imgd holds \(limit) queued requests, its limit (max-queued); nothing of this request was queued: try again once some have finished"
+        case .queueFull(let requests, let bytes):
+            return "imgd holds as many queued requests as its limits allow (max-queued \(requests), max-queued-bytes \(bytes) of URLs); nothing of this request was queued: try again once some have finished"
         case .dataTooLarge(let bytes, let limit):
             return "the image is \(bytes) bytes, over the \(limit) bytes returned inline (max-data-bytes); ask without \"data\" and read the file at \"path\""
         case .other(_, let message):

@@ -37,18 +37,21 @@ final class FetchToken: Sendable {
     }
 
     /// Stores the continuation to resume. If the wait was cancelled before it began, answers
-    /// `cancelled` at once and returns false: the engine need not hear of it.
+    /// `cancelled` at once and returns false: the engine need not hear of it. The engine may
+    /// already have answered the cancel (before there was a continuation to resume): the
+    /// continuation is resumed here all the same, but the count is given back only by whichever
+    /// marked the request answered first.
     func attach(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
-        let attached: Bool = state.withLock { state in
+        let (attached, answersNow): (Bool, Bool) = state.withLock { state in
             if state.isCancelled {
-                state.isAnswered = true
-                return false
+                defer { state.isAnswered = true }
+                return (false, !state.isAnswered)
             }
             state.continuation = continuation
-            return true
+            return (true, false)
         }
         if !attached {
-            held?.release()
+            if answersNow { held?.release(bytes: HeldRequests.bytes(of: url)) }
             continuation.resume(returning: .failure(.cancelled))
         }
         return attached
@@ -74,7 +77,7 @@ final class FetchToken: Sendable {
             return (true, state.continuation)
         }
         guard isFirst else { return }
-        held?.release()
+        held?.release(bytes: HeldRequests.bytes(of: url))
         if let handler { handler(url, outcome) } else { continuation?.resume(returning: outcome) }
     }
 }

@@ -1,38 +1,51 @@
+import ImgdCore
 import Synchronization
 
 /// The requests a ``Downloader`` holds: one per URL handed to its engine (by `fetch` or
 /// `prefetch`) and not answered yet — queued, running, publishing or waiting for a retry,
-/// coalesced with another or not. Each costs memory (its token, its handler, its share of a
-/// job) until it is answered, so this is what a bound on held work has to count.
+/// coalesced with another or not. Each costs memory (its token, its URL, its handler, its share
+/// of a job) until it is answered, so this is what a bound on held work has to count: how many,
+/// and the bytes of their URLs (a URL may be 8 KiB: 100,000 of them are ~800 MB, which a count
+/// alone would let through).
 ///
-/// One atomic count: a bounded request costs one compare-and-swap, never a walk over what is
-/// queued. Every ``FetchToken`` made with a count gives its one back exactly once, when it is
+/// Every ``FetchToken`` made with a count gives its share back exactly once, when it is
 /// answered (result, cancel, or the engine stopping).
 final class HeldRequests: Sendable {
-    private let count = Atomic<Int>(0)
+    private struct Counts {
+        var requests = 0
+        var bytes = 0
+    }
+
+    /// Guards the two counts, so a bounded request takes both or neither: one short lock per
+    /// request (or per `prefetch` of many), never a walk over what is queued.
+    private let counts = Mutex(Counts())
 
     /// Requests held now.
-    var value: Int { count.load(ordering: .relaxed) }
+    var value: Int { counts.withLock { $0.requests } }
+    /// Bytes of their URLs.
+    var bytes: Int { counts.withLock { $0.bytes } }
 
-    /// Takes `requests` more, if the count then stays at most `limit` (nil: no limit); returns
-    /// false, and takes nothing, when it would not.
-    func take(_ requests: Int, limit: Int?) -> Bool {
-        guard let limit else {
-            count.add(requests, ordering: .relaxed)
+    /// What one request for `url` counts against the byte budget: its URL's bytes.
+    static func bytes(of url: ImageURL) -> Int { url.normalized.utf8.count }
+
+    /// Takes `requests` more of `bytes` in all, if both counts then stay within `limit` (nil:
+    /// no limit); returns false, and takes nothing, when they would not.
+    func take(_ requests: Int, bytes: Int, limit: HeldRequestLimit?) -> Bool {
+        counts.withLock { counts in
+            if let limit {
+                guard counts.requests + requests <= limit.requests, counts.bytes + bytes <= limit.bytes else { return false }
+            }
+            counts.requests += requests
+            counts.bytes += bytes
             return true
-        }
-        var current = count.load(ordering: .relaxed)
-        while true {
-            guard current + requests <= limit else { return false }
-            let (exchanged, original) = count.compareExchange(
-                expected: current, desired: current + requests, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
         }
     }
 
-    /// Gives one back (a token was answered).
-    func release() {
-        count.subtract(1, ordering: .relaxed)
+    /// Gives one back (a token was answered), with its `bytes`.
+    func release(bytes: Int) {
+        counts.withLock { counts in
+            counts.requests -= 1
+            counts.bytes -= bytes
+        }
     }
 }
