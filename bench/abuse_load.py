@@ -438,7 +438,9 @@ def main() -> None:
     args = parser.parse_args()
     results = run(args)
     text = section(args, results)
-    results_md.publish(text, args.results, "abuse-load", "bench/abuse-load.sh", log)
+    # Each variant keeps its own section: the long-URL run does not replace the default one.
+    marker = "abuse-load-long-urls" if args.long_urls else "abuse-load"
+    results_md.publish(text, args.results, marker, "bench/abuse-load.sh", log)
     answered_all = all(c.get("unanswered", 0) == 0 for c in results["clients"])
     sys.exit(0 if results["hwm"] < TARGET_KIB and answered_all and results["alive"] else 1)
 
