@@ -19,7 +19,7 @@ struct DaemonMemoryBoundsTests {
         defer { Task { try? await server.shutdown() } }
         let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-add-urls", "3"])
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
-        let connection = try await BoundsConnection(daemon.socket)
+        let connection = try await KeptConnection(daemon.socket)
 
         let over = (0..<4).map { "\"" + server.url("/img/over-\($0).png") + "\"" }.joined(separator: ",")
         let refused = try await connection.call(#"{"cmd":"add","urls":[\#(over)]}"#)
@@ -51,7 +51,7 @@ struct DaemonMemoryBoundsTests {
         let daemon = try await DaemonProcess.start(
             in: scratch.path, arguments: ["--max-queued", "4", "--max-parallel", "1"])
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
-        let connection = try await BoundsConnection(daemon.socket)
+        let connection = try await KeptConnection(daemon.socket)
 
         // One held transfer and three queued behind it: four requests held, the limit.
         let held = try await connection.result(#"{"cmd":"add","urls":["\#(server.url("/img/held.png?gate=q"))"]}"#)
@@ -93,7 +93,7 @@ struct DaemonMemoryBoundsTests {
         let daemon = try await DaemonProcess.start(
             in: scratch.path, arguments: ["--max-queued-bytes", "64KiB", "--max-parallel", "1"])
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
-        let connection = try await BoundsConnection(daemon.socket)
+        let connection = try await KeptConnection(daemon.socket)
         // URLs of ~8,000 bytes, as an abuser would send (the longest taken is 8 KiB).
         let padding = String(repeating: "p", count: 8000)
         func long(_ name: String) -> String { "\"" + server.url("/img/\(name).png?pad=\(padding)") + "\"" }
@@ -133,7 +133,7 @@ struct DaemonMemoryBoundsTests {
         defer { Task { try? await server.shutdown() } }
         let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-data-bytes", "20KiB"])
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
-        let connection = try await BoundsConnection(daemon.socket)
+        let connection = try await KeptConnection(daemon.socket)
         let bigTarget = "/img/big.png?bytes=60000"
         let big = server.url(bigTarget)
         let bigBody = try #require(TestHTTPServer.body(for: bigTarget))
@@ -168,7 +168,7 @@ struct DaemonMemoryBoundsTests {
         defer { Task { try? await server.shutdown() } }
         let daemon = try await DaemonProcess.start(in: scratch.path)
         defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
-        let connection = try await BoundsConnection(daemon.socket)
+        let connection = try await KeptConnection(daemon.socket)
 
         // 25 lines that are not http(s) URLs: failed as bad_url when claimed, no network.
         try daemon.drop("bad.txt", (1...25).map { "ftp://example.test/\($0)" }.joined(separator: "\n") + "\n")
@@ -264,34 +264,4 @@ private func errorCode(_ reply: [String: Any]) -> String? {
 
 private func errorMessage(_ reply: [String: Any]) -> String {
     (reply["error"] as? [String: Any])?["message"] as? String ?? ""
-}
-
-/// One connection kept across requests (each call runs off the cooperative pool).
-private final class BoundsConnection: Sendable {
-    private let client: UncheckedBox<ControlClient>
-    /// Serialises the calls: the client is used by one thread at a time.
-    private let queue = DispatchQueue(label: "BoundsConnection")
-
-    init(_ socket: String) async throws {
-        client = try await onOwnThread { Result { UncheckedBox(try ControlClient(path: socket)) } }.get()
-    }
-
-    /// Sends `line` and returns the next reply, parsed.
-    func call(_ line: String) async throws -> [String: Any] {
-        let client = client
-        let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
-            queue.async { continuation.resume(with: Result { try client.value.call(line) }) }
-        }
-        guard let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
-            throw DaemonError(message: "not a JSON object: \(reply)")
-        }
-        return object
-    }
-
-    /// The `result` of a successful request (fails the test otherwise).
-    func result(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
-        let reply = try await call(line)
-        #expect(reply["ok"] as? Bool == true, "reply: \(reply)", sourceLocation: sourceLocation)
-        return reply["result"] as? [String: Any] ?? [:]
-    }
 }

@@ -57,10 +57,7 @@ final class DaemonProcess: Sendable {
     func call(_ line: String) async throws -> [String: Any] {
         let socket = socket
         let reply = try await onOwnThread { Result { try ControlClient(path: socket).call(line) } }.get()
-        guard let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
-            throw DaemonError(message: "not a JSON object: \(reply)")
-        }
-        return object
+        return try KeptConnection.parseReply(reply)
     }
 
     /// The `result` of a successful request (fails the test otherwise).
