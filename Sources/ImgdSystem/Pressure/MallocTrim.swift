@@ -15,9 +15,14 @@ public enum MallocTrim {
     /// (`RTLD_DEFAULT`, which Swift does not import).
     private static let function: Function? = dlsym(nil, "malloc_trim").map { unsafeBitCast($0, to: Function.self) }
 
+    /// Whether glibc's `malloc_trim` was found (without it a purge releases nothing to the system).
+    public static var isAvailable: Bool { function != nil }
+
     /// Calls `malloc_trim(0)`: every arena, keeping no extra padding. Takes a few milliseconds
-    /// on a large heap; call it after a purge, not on a hot path.
-    public static func releaseFreeMemory() {
-        _ = function?(0)
+    /// on a large heap; call it after a purge, not on a hot path. True when memory was given
+    /// back to the system (false: none could be, or `malloc_trim` is missing).
+    @discardableResult
+    public static func releaseFreeMemory() -> Bool {
+        function?(0) == 1
     }
 }

@@ -69,11 +69,22 @@ final class DaemonProcess: Sendable {
 
     /// Sends `signal` and, for a stopping signal, waits for the exit; returns the exit status
     /// (shell style: 128 + the signal when one ended it).
+    ///
+    /// Never waits forever: a daemon that has not exited 60 s after the signal (it ignored it,
+    /// or hangs in its stop) is killed, the test records the failure, and this returns -1, so
+    /// one stuck daemon fails its test instead of hanging the whole run.
     @discardableResult
-    func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
+    func stop(_ signal: Int32 = SIGTERM, sourceLocation: SourceLocation = #_sourceLocation) async -> Int32 {
         process.signal(signal)
-        return await process.exited()
+        guard let status = await process.exited(within: Self.stopDeadline) else {
+            Issue.record("imgd did not exit within \(Self.stopDeadline) of signal \(signal); killed. Log:\n\(log)", sourceLocation: sourceLocation)
+            return -1
+        }
+        return status
     }
+
+    /// How long ``stop(_:sourceLocation:)`` waits for the exit before it kills the daemon.
+    static let stopDeadline = Duration.seconds(60)
 
     /// Sends `signal` and waits up to `timeout` for the exit: the exit status and how long it
     /// took, or nil (after a SIGKILL, so the test goes on) when it did not exit in time.
@@ -84,9 +95,14 @@ final class DaemonProcess: Sendable {
         return (status, ContinuousClock.now - started)
     }
 
-    /// Waits for the exit (after a signal sent elsewhere).
-    func waitForExit() async -> Int32 {
-        await process.exited()
+    /// Waits for the exit (after a signal sent elsewhere), at most ``stopDeadline``: then the
+    /// daemon is killed, the failure recorded, and -1 returned.
+    func waitForExit(sourceLocation: SourceLocation = #_sourceLocation) async -> Int32 {
+        guard let status = await process.exited(within: Self.stopDeadline) else {
+            Issue.record("imgd did not exit within \(Self.stopDeadline); killed. Log:\n\(log)", sourceLocation: sourceLocation)
+            return -1
+        }
+        return status
     }
 }
 
