@@ -57,24 +57,6 @@ parse_args() {
     require_root "apt-get, mount, nginx"
 }
 
-# At exit, whatever happened: a daemon the driver left (by its pid file, and only if it is
-# our imgd binary), nginx (by its pid file), the loop mount.
-cleanup() {
-    local status=$?
-    stop_pidfile_daemon "$WORK/daemon.pid"
-    nginx_stop "$WORK/nginx"
-    unmount_work_fs "$WORK"
-    exit "$status"
-}
-
-ensure_packages() {
-    local want=()
-    command -v nginx >/dev/null || want+=(nginx)
-    command -v curl >/dev/null || want+=(curl)
-    command -v mkfs.ext4 >/dev/null || want+=(e2fsprogs)
-    apt_install "$WORK/apt.log" "${want[@]}"
-}
-
 # The big image: a real PNG of random pixels (incompressible, so ~40 MB on the wire and on
 # disk), under the corpus root so nginx serves it beside the small set.
 make_big_image() {
@@ -95,9 +77,9 @@ open(sys.argv[1] + ".tmp", "wb").write(data)
 main() {
     parse_args "$@"
     mkdir -p "$WORK"
-    trap cleanup EXIT
+    trap nginx_bench_cleanup EXIT
     trap 'exit 130' INT TERM
-    ensure_packages
+    ensure_nginx_bench_packages
     prepare_imgd "$WORK/build.log"
     # The cache holds the small set and the big image; the junk list is 80 MB, its report more.
     setup_data_area 1024

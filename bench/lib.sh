@@ -196,6 +196,26 @@ nginx_stop() {
 
 nginx_version() { nginx -v 2>&1 | sed 's|.*nginx/||'; }
 
+# For a driver that runs a daemon (pid file $WORK/daemon.pid) against nginx ($WORK/nginx) on a
+# loop image ($WORK): at exit, whatever happened, stop the daemon (only if it is our imgd
+# binary), nginx, and unmount the image; the exit status is kept.
+nginx_bench_cleanup() {
+    local status=$?
+    stop_pidfile_daemon "$WORK/daemon.pid"
+    nginx_stop "$WORK/nginx"
+    unmount_work_fs "$WORK"
+    exit "$status"
+}
+
+# What such a driver needs installed: nginx, curl, mkfs.ext4.
+ensure_nginx_bench_packages() {
+    local want=()
+    command -v nginx >/dev/null || want+=(nginx)
+    command -v curl >/dev/null || want+=(curl)
+    command -v mkfs.ext4 >/dev/null || want+=(e2fsprogs)
+    apt_install "$WORK/apt.log" "${want[@]}"
+}
+
 # --- Results --------------------------------------------------------------------------------
 
 # write_results_section NAME SCRIPT BODY [--first]: BODY between NAME's marker comments in

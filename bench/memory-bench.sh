@@ -62,24 +62,6 @@ parse_args() {
     require_root "apt-get, mount, nginx"
 }
 
-# At exit, whatever happened: a daemon the driver left (by its pid file, and only if it is
-# our imgd binary), nginx (by its pid file), the loop mount.
-cleanup() {
-    local status=$?
-    stop_pidfile_daemon "$WORK/daemon.pid"
-    nginx_stop "$WORK/nginx"
-    unmount_work_fs "$WORK"
-    exit "$status"
-}
-
-ensure_packages() {
-    local want=()
-    command -v nginx >/dev/null || want+=(nginx)
-    command -v curl >/dev/null || want+=(curl)
-    command -v mkfs.ext4 >/dev/null || want+=(e2fsprogs)
-    apt_install "$WORK/apt.log" "${want[@]}"
-}
-
 # nginx with the prefetch benchmark's template, serving the small corpus. Query strings are
 # ignored by its static file handler: /s/xx/f.png?v=3 is f.png (checked below).
 start_nginx() {
@@ -96,9 +78,9 @@ start_nginx() {
 main() {
     parse_args "$@"
     mkdir -p "$WORK"
-    trap cleanup EXIT
+    trap nginx_bench_cleanup EXIT
     trap 'exit 130' INT TERM
-    ensure_packages
+    ensure_nginx_bench_packages
     prepare_imgd "$WORK/build.log"
     # (a) stores ~URLS × 16 KB; (b)'s list and state database ~150 MB per million lines.
     setup_data_area $(( URLS / 1000 * 20 + CLAIM_LINES / 1000000 * 1024 + 1024 ))
