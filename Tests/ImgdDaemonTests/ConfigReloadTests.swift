@@ -53,14 +53,14 @@ struct ConfigReloadTests {
         Change(key: "max-connections-per-peer", value: .integer(4), reloadable: false) { $0.controlLimits.maxConnectionsPerPeer == 4 },
         Change(key: "admin-group", value: .string("root"), reloadable: true) { $0.adminGroup == AdminGroup(name: "root", gid: 0) },
         Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
-        // Spool claims (issue 15 §3): what the claimer is given.
+        // Spool claims: what the claimer is given.
         Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
         Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },
-        // Memory bounds on what clients ask for (issue 15 §1).
+        // Memory bounds on what clients ask for.
         Change(key: "max-add-urls", value: .integer(500), reloadable: true) { $0.maxAddURLs == 500 },
         Change(key: "max-queued", value: .integer(2_000), reloadable: true) { $0.maxQueued == 2_000 },
         Change(key: "max-data-bytes", value: .string("1MiB"), reloadable: true) { $0.maxDataBytes == 1 << 20 },
-        // Memory bounds by bytes (memory review).
+        // Memory bounds by bytes.
         Change(key: "max-queued-bytes", value: .string("16MiB"), reloadable: true) { $0.maxQueuedBytes == 16 << 20 },
     ]
 

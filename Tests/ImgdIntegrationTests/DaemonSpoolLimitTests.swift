@@ -3,7 +3,7 @@ import ImgdTestSupport
 import Synchronization
 import Testing
 
-/// The spool's limits end to end (issue 15 §3): lists that are too large, still growing, or
+/// The spool's limits end to end: lists that are too large, still growing, or
 /// long to claim cannot hold up the daemon; the state database stays bounded; reports stay small.
 /// The real `imgd`, lists dropped as a member of the group would drop them.
 ///

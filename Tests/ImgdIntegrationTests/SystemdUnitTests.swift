@@ -207,7 +207,7 @@ struct Directive: Sendable, CustomTestStringConvertible {
         .service("PrivateDevices", "yes"),
         .service("DevicePolicy", "closed"),
         .service("PrivateMounts", "yes"),
-        // Not PrivateUsers=: peers and list owners must show with their real uids (issue 15).
+        // Not PrivateUsers=: peers and list owners must show with their real uids.
         .service("PrivateUsers"),
         .service("PrivateIPC", "yes"),
         .service("NoNewPrivileges", "yes"),

@@ -51,22 +51,22 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Control socket connections one user (uid) may have open at once (default 32).")
     var maxConnectionsPerPeer: String?
     @Option(help: ArgumentHelp(
-        "Group whose members may also run purge --tier disk, evict, fsck, retry of everything and cancel of others' lists (default none: root and imgd's user only).",
+        "Group whose members may also run purge of the disk tier, evict, fsck, retry of everything and cancel of others' lists (default none: root and imgd's user only).",
         valueName: "name"))
     var adminGroup: String?
     @Option(help: "avg10 percentage counted as memory pressure when PSI triggers are refused (default 10).")
     var pressureThreshold: String?
-    // Spool claims (issue 15 §3):
+    // Spool claims:
     @Option(help: "A list file larger than this when claimed is refused unread (default 1GiB).") var maxListBytes: String?
     @Option(help: "Entries read from one list, at most; the rest is a bad_list failure (default 10000000).")
     var maxListLines: String?
-    // Memory bounds on what clients ask for (issue 15 §1).
+    // Memory bounds on what clients ask for.
     @Option(help: "URLs in one add request (default 10000).") var maxAddUrls: String?
-    @Option(help: "Requests held for clients (add, get without waiting, list windows) before add is refused with queue_full (default 100000).")
+    @Option(help: "Requests held for clients (add, get without waiting, list windows) before add, get without waiting and retry are refused with queue_full (default 100000).")
     var maxQueued: String?
     @Option(help: "Largest image get returns inline with data: true (default 4MiB; larger is too_large).") var maxDataBytes: String?
-    // Memory bounds by bytes (memory review).
-    @Option(help: "Bytes of the URLs of the held requests before add is refused with queue_full (default 64MiB).")
+    // Memory bounds by bytes.
+    @Option(help: "Bytes of the URLs of the held requests before add, get without waiting and retry are refused with queue_full (default 64MiB).")
     var maxQueuedBytes: String?
 
     func run() async throws {

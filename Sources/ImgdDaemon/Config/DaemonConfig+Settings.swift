@@ -35,7 +35,7 @@ extension DaemonConfig {
         },
         .boolean("deny-defaults", \.denyDefaults, reloadable: false),
         .integer("max-connections", \.maxConnections, 1...100_000, reloadable: false),
-        // The socket's fairness and who may run destructive commands (issue 15 §2). The group is
+        // The socket's fairness and who may run destructive commands. The group is
         // looked up by name at each load, so a reload also takes a changed gid.
         .integer("max-connections-per-peer", \.maxConnectionsPerPeer, 1...100_000, reloadable: false),
         DaemonSetting("admin-group", \.adminGroup, reloadable: true, show: { $0?.name ?? "" }) { value throws(SettingError) in
@@ -52,14 +52,14 @@ extension DaemonConfig {
             guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
             return number
         },
-        // Spool claims (issue 15 §3):
+        // Spool claims:
         .bytes("max-list-bytes", \.maxListBytes, minimum: 1, reloadable: true),
         .integer("max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true),
-        // Memory bounds on what clients ask for (issue 15 §1).
+        // Memory bounds on what clients ask for.
         .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true),
         .integer("max-queued", \.maxQueued, 1...100_000_000, reloadable: true),
         .bytes("max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true),
-        // Memory bounds by bytes (memory review).
+        // Memory bounds by bytes.
         .bytes("max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true),
     ]
 

@@ -39,7 +39,7 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Whether ``AddressPolicy/default``'s ranges are refused (default true).
     public var denyDefaults = true
     public var maxConnections = 256
-    // The socket's fairness and who may run destructive commands (issue 15 §2).
+    // The socket's fairness and who may run destructive commands.
     /// Connections one uid may have open at once (``ControlLimits/maxConnectionsPerPeer``).
     public var maxConnectionsPerPeer = ControlLimits().maxConnectionsPerPeer
     /// The group whose members may run the destructive commands besides root and imgd's own
@@ -47,20 +47,20 @@ public struct DaemonConfig: Sendable, Equatable {
     public var adminGroup: AdminGroup?
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
     public var pressureThreshold = 10.0
-    // Spool claims (issue 15 §3: lists that cannot be abused), see ``SpoolLimits``:
+    // Spool claims (lists that cannot be abused), see ``SpoolLimits``:
     /// A list file larger than this when claimed is refused unread.
     public var maxListBytes = SpoolLimits().maxListBytes
     /// Entries read from one list, at most.
     public var maxListLines = SpoolLimits().maxListLines
 
-    // Memory bounds on what clients ask for (issue 15 §1): reloadable, read per request.
+    // Memory bounds on what clients ask for: reloadable, read per request.
     /// URLs in one `add`: 10,000 by default; more is `invalid_argument`.
     public var maxAddURLs = 10_000
     /// Requests the downloader may hold (queued, running, waiting for a retry; one per URL per
     /// `add`, `get` or spool window) before `add` and `get` with `wait: false` are refused
     /// with `queue_full`: 100,000 by default.
     public var maxQueued = 100_000
-    // Memory bounds by bytes (memory review): the bytes of the held requests' URLs.
+    // Memory bounds by bytes: the bytes of the held requests' URLs.
     /// Bytes of the URLs of the requests the downloader holds (each counts its URL's, up to
     /// 8 KiB) before `add`, `get` with `wait: false` and `retry` are refused with `queue_full`:
     /// 64 MiB by default. `max-queued` alone let 100,000 URLs of 8 KiB hold ~800 MB.
