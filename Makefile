@@ -11,7 +11,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
-.PHONY: run test build deps test-deps bench bench-abuse clean
+.PHONY: run test build deps test-deps bench bench-abuse clean fuzz test-tsan test-asan
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
@@ -46,6 +46,22 @@ TEST_WIDTH ?= 16
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
+
+# The long proofs (README, "Proofs under faults"). Each has its own build folder.
+# make fuzz: every fuzz target under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
+# (default 300); FUZZ_TARGETS picks some, FUZZ_JOBS runs several at once.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Tests/Fuzz/fuzz.sh
+
+# make test-tsan / test-asan: the whole suite under ThreadSanitizer / AddressSanitizer, the imgd
+# and imgctl binaries the integration tests start included. Every report, the test runner's or
+# a child's, goes to a file under the build folder; any report fails the target.
+test-tsan: test-deps
+	Tests/Sanitizers/run-sanitized-tests.sh thread
+
+test-asan: test-deps
+	Tests/Sanitizers/run-sanitized-tests.sh address
 
 bench: deps
 	bench/prefetch-bench.sh

@@ -98,6 +98,21 @@ let package = Package(
         .executableTarget(
             name: "imgctl", dependencies: ["ImgctlCLI"],
             swiftSettings: swiftSettings),
+        /// One fuzz target per parser of untrusted bytes (control lines, link lists, images, the
+        /// configuration), calling the daemon's own code; replayed by the tests, fuzzed by `make fuzz`.
+        .target(
+            name: "ImgdFuzz",
+            dependencies: [
+                "ImgdCore", "ImgdDaemon",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
+        /// libFuzzer's entry point when built with `-D IMGD_FUZZING -sanitize=fuzzer`; otherwise
+        /// `imgd-fuzz TARGET FILE...` replays inputs.
+        .executableTarget(
+            name: "imgd-fuzz", dependencies: ["ImgdFuzz"],
+            swiftSettings: swiftSettings),
         /// The index at scale (1,000,000 entries): open time, lookups, lookups during eviction.
         .executableTarget(
             name: "imgd-index-bench", dependencies: ["ImgdStore", "ImgdCore"],
@@ -146,6 +161,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdFuzzTests", dependencies: ["ImgdFuzz"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"],

@@ -384,3 +384,42 @@ import ImgdTestSupport
         }
     }
 }
+
+/// A body spilled to a file is validated by the size the download wrote; a file that holds
+/// less (a short write, a file cut under the reader) is truncated for every format, even one
+/// whose own size field matches the expected size and is never compared with the file.
+@Suite struct ShortFileValidationTests {
+    @Test func aFileShorterThanItsCountIsTruncatedInEveryFormat() throws {
+        var template = Array("/tmp/imgd-validation-XXXXXX".utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        try #require(descriptor >= 0)
+        defer {
+            close(descriptor)
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        }
+        let bodies: [[UInt8]] = [
+            ImageFixture.webpVP8(width: 2, height: 2), ImageFixture.webpVP8L(width: 2, height: 2),
+            ImageFixture.webpVP8X(width: 2, height: 2), ImageFixture.bmp(width: 2, height: 2),
+            TestImages.png(width: 3, height: 3), TestImages.gif(width: 2, height: 2), TestImages.jpeg(width: 2, height: 2),
+        ]
+        for body in bodies {
+            // Valid as written: the file and the count agree.
+            #expect(ftruncate(descriptor, 0) == 0)
+            #expect(body.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == body.count)
+            let whole = Result { try ImageValidator().validate(FileByteSource(fileDescriptor: descriptor, count: body.count)) }
+            #expect((try? whole.get()) != nil, "\(body.prefix(4)): \(whole)")
+            // The same bytes with a count beyond the end of the file.
+            for missing in [1, 7] {
+                do {
+                    let info = try ImageValidator().validate(FileByteSource(fileDescriptor: descriptor, count: body.count + missing))
+                    Issue.record("validated with \(missing) bytes missing: \(info)")
+                } catch let error as ImageValidationError {
+                    guard case .truncated = error else {
+                        Issue.record("\(body.prefix(4)) with \(missing) bytes missing: \(error), not truncated")
+                        continue
+                    }
+                }
+            }
+        }
+    }
+}

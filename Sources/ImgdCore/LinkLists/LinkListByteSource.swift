@@ -30,6 +30,11 @@ struct LinkListByteSource: ~Copyable {
     private var remaining: Int?
     /// Asked before each read: true ends the reading with ``LinkListError/interrupted(path:)``.
     private let isInterrupted: (@Sendable () -> Bool)?
+    /// The sizes asked of read(2), in turn (each at most `chunkSize`); nil: always `chunkSize`.
+    /// A seam for the fuzzer, which cuts a list at random places to prove that the parsers give
+    /// the same entries however the bytes arrive.
+    private let readSizes: [Int]?
+    private var readCount = 0
 
     /// The 1-based line of the next byte ``next()`` returns.
     private(set) var line = 1
@@ -50,10 +55,12 @@ struct LinkListByteSource: ~Copyable {
     /// leave before calling ``fill()``.
     init(
         fileDescriptor: Int32, path: String, chunkSize: Int, carry: Int, validatesUTF8: Bool, byteLimit: Int? = nil,
-        isInterrupted: (@Sendable () -> Bool)? = nil
+        isInterrupted: (@Sendable () -> Bool)? = nil, readSizes: [Int]? = nil
     ) {
         precondition(chunkSize > 0 && carry >= 0 && (byteLimit ?? 0) >= 0)
+        precondition(readSizes.map { !$0.isEmpty && $0.allSatisfy { $0 > 0 && $0 <= chunkSize } } ?? true)
         self.fileDescriptor = fileDescriptor
+        self.readSizes = readSizes
         self.remaining = byteLimit
         self.isInterrupted = isInterrupted
         self.path = path
@@ -102,7 +109,12 @@ struct LinkListByteSource: ~Copyable {
         }
         precondition(buffer.count - end >= chunkSize, "more than `carry` bytes left unconsumed before a fill")
         if let isInterrupted, isInterrupted() { throw .interrupted(path: path) }
-        let wanted = min(chunkSize, remaining ?? chunkSize)
+        var step = chunkSize
+        if let readSizes {
+            step = readSizes[readCount % readSizes.count]
+            readCount += 1
+        }
+        let wanted = min(step, remaining ?? step)
         guard wanted > 0 else {
             atEndOfFile = true
             return false

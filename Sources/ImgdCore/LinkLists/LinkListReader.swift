@@ -78,10 +78,13 @@ public struct LinkListReader: ~Copyable {
         try self.init(fileDescriptor: fd, path: path, format: format, chunkSize: chunkSize)
     }
 
-    /// ``init(fileDescriptor:path:format:)`` with the read size as a test seam.
-    init(
+    /// ``init(fileDescriptor:path:format:)`` with the reads as seams: the buffer's `chunkSize`,
+    /// and the size of each read(2) in turn (`readSizes`, each at most `chunkSize`), which the
+    /// fuzzer varies to cut the list at random places.
+    @_spi(Fuzzing)
+    public init(
         fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int, byteLimit: Int? = nil,
-        isInterrupted: (@Sendable () -> Bool)? = nil
+        isInterrupted: (@Sendable () -> Bool)? = nil, readSizes: [Int]? = nil
     ) throws(LinkListError) {
         var info = stat()
         if fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
@@ -97,17 +100,17 @@ public struct LinkListReader: ~Copyable {
             source = LinkListByteSource(
                 fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize,
                 carry: TextLinkListParser.carry, validatesUTF8: false, byteLimit: byteLimit,
-                isInterrupted: isInterrupted)
+                isInterrupted: isInterrupted, readSizes: readSizes)
             parser = .text(TextLinkListParser())
         case .json:
             source = LinkListByteSource(
                 fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
-                byteLimit: byteLimit, isInterrupted: isInterrupted)
+                byteLimit: byteLimit, isInterrupted: isInterrupted, readSizes: readSizes)
             parser = .json(JSONLinkListParser())
         case .plist:
             source = LinkListByteSource(
                 fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
-                byteLimit: byteLimit, isInterrupted: isInterrupted)
+                byteLimit: byteLimit, isInterrupted: isInterrupted, readSizes: readSizes)
             parser = .plist(PlistLinkListParser())
         }
     }

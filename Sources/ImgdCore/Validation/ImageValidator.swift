@@ -57,6 +57,12 @@ public struct ImageValidator: Sendable {
     public func validate(_ source: some ImageByteSource) throws -> ImageInfo {
         var reader = ImageByteReader(source)
         guard reader.count > 0 else { throw ImageValidationError.notImage(reason: "empty body") }
+        // `count` is what the caller believes the body holds (for a body spilled to a file, the
+        // bytes written to it). A file that holds less must fail here whatever the format's own
+        // size fields say: a WebP's RIFF size, say, is only compared with `count`.
+        guard try reader.byte(at: reader.count - 1) != nil else {
+            throw ImageValidationError.truncated(reason: "the body holds fewer than the \(reader.count) bytes expected")
+        }
         let head = try reader.bytes(at: 0, count: Self.headLength)
         let binary = head.withUnsafeBytes { ImageSignature.match($0) }
         if case .format(let format) = binary { return try validate(format, &reader) }

@@ -166,9 +166,7 @@ public actor ControlServer {
             let pipeline = channel.pipeline.syncOperations
             switch registry.admit(channel, peer: peer) {
             case .admitted:
-                let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics)
-                try pipeline.addHandler(ByteToMessageHandler(decoder))
-                try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer))
+                try ControlConnectionPipeline.addHandlers(to: pipeline, settings: settings, peer: peer)
             case .busy(let error):
                 settings.metrics.increment(\.busyRefusals)
                 settings.log("control: refused a connection from \(peer): \(error.message) (busy)")

@@ -1,0 +1,28 @@
+import NIOCore
+
+/// The handlers that serve one admitted control connection: the line decoder, then the
+/// connection handler (parsing, limits, ordered replies, `subscribe`). The server builds every
+/// connection with it, and the fuzzer builds its in-memory connections with it too, so what is
+/// fuzzed is the daemon's own framing and parsing, not a copy of it.
+@_spi(Fuzzing)
+public enum ControlConnectionPipeline {
+    /// Adds the handlers for a connection from `peer` to `pipeline`.
+    static func addHandlers(
+        to pipeline: ChannelPipeline.SynchronousOperations, settings: ControlConnectionSettings, peer: ControlPeer
+    ) throws {
+        let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics)
+        try pipeline.addHandler(ByteToMessageHandler(decoder))
+        try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer))
+    }
+
+    /// Adds the handlers a server with these `limits`, `handler` and `events` gives a connection
+    /// from `peer`; `log` gets what the server would log.
+    public static func addHandlers(
+        to pipeline: ChannelPipeline.SynchronousOperations, limits: ControlLimits, handler: any ControlCommandHandler,
+        events: EventHub, peer: ControlPeer, log: @escaping @Sendable (String) -> Void
+    ) throws {
+        let settings = ControlConnectionSettings(
+            limits: limits, handler: handler, events: events, log: log, metrics: ControlMetrics())
+        try addHandlers(to: pipeline, settings: settings, peer: peer)
+    }
+}

@@ -1,0 +1,76 @@
+@_spi(Fuzzing) import ImgdCore
+
+/// Reads the input as a link list twice: once as the spool reads a file (64 KiB reads), once
+/// cut at random places (read sizes from 1 byte up, a random byte limit), and requires both
+/// reads to give the same entries, the same `# pin:` and the same error at the same place.
+/// The parsers stream, so a cut in the middle of a URL, a UTF-8 sequence, a JSON escape or an
+/// XML entity must change nothing.
+enum LinkListFuzzTarget {
+    static func run(_ input: inout FuzzInput, format: LinkListFormat) throws(FuzzFinding) {
+        let target = "link-list-\(format.rawValue)"
+        var readSizes: [Int] = []
+        for _ in 0..<Int(input.byte() % 8 + 1) {
+            readSizes.append(input.pick([1, 2, 3, 4, 5, 7, 8, 13, 16, 64, 100, 255, 1024, 4096]))
+        }
+        let limitChoice = input.byte()
+        let payload = input.payload
+        // A limit below the size sometimes, as the spool reads a list only up to its size when claimed.
+        let byteLimit: Int? = limitChoice < 200 ? nil : Int(limitChoice - 200) * max(1, payload.count / 55)
+        let file = ScratchFile(holding: payload)
+
+        let whole = read(file, format: format, byteLimit: byteLimit, readSizes: nil)
+        let cut = read(file, format: format, byteLimit: byteLimit, readSizes: readSizes)
+        guard whole == cut else {
+            throw FuzzFinding(
+                target: target,
+                "reading in pieces of \(readSizes) gave another result than one read (limit \(String(describing: byteLimit))):\n"
+                    + "whole: \(whole)\ncut:   \(cut)")
+        }
+    }
+
+    /// What a read of the scratch file gave, written out so two reads can be compared.
+    struct Outcome: Equatable, CustomStringConvertible {
+        var entries: [String] = []
+        var pin: String = "nil"
+        var error: String?
+
+        var description: String {
+            "\(entries.count) entries, pin \(pin), error \(error ?? "none"): \(entries.prefix(20).joined(separator: "; "))"
+        }
+    }
+
+    /// A text, its long middle elided, so that a report shows where two reads differ.
+    private static func describe(_ text: String) -> String {
+        let utf8 = Array(text.utf8)
+        guard utf8.count > 120 else { return text.debugDescription }
+        let head = String(decoding: utf8.prefix(50), as: UTF8.self)
+        let tail = String(decoding: utf8.suffix(50), as: UTF8.self)
+        return "\((head + "…" + tail).debugDescription) (\(utf8.count) bytes)"
+    }
+
+    private static func read(_ file: ScratchFile, format: LinkListFormat, byteLimit: Int?, readSizes: [Int]?) -> Outcome {
+        var outcome = Outcome()
+        let fd = file.openForReading()
+        do throws(LinkListError) {
+            var reader: LinkListReader
+            if let readSizes {
+                reader = try LinkListReader(
+                    fileDescriptor: fd, path: "fuzz", format: format, chunkSize: readSizes.max()!, byteLimit: byteLimit,
+                    readSizes: readSizes)
+            } else {
+                reader = try LinkListReader(fileDescriptor: fd, path: "fuzz", format: format, byteLimit: byteLimit)
+            }
+            defer { outcome.pin = String(describing: reader.pin) }
+            while let entry = try reader.next() {
+                outcome.entries.append("line \(entry.line): \(describe(entry.text)) → \(describe("\(entry.url)"))")
+            }
+            // A reader that has ended stays ended.
+            if let extra = try reader.next() {
+                outcome.entries.append("after the end: \(extra.line)")
+            }
+        } catch {
+            outcome.error = error.description
+        }
+        return outcome
+    }
+}
