@@ -107,7 +107,7 @@ struct DaemonSystemdEnvironmentTests {
             defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
             let held = "/img/held.png?gate=after-restart"
             try daemon.drop("interrupted.txt", server.url("/img/quick.png") + "\n" + server.url(held) + "\n")
-            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(20)), "the held URL was not asked for")
+            #expect(await eventually { server.requestCount(held) == 1 }, "the held URL was not asked for: \(server.requestLog)")
             let partway = await eventuallyAsync(timeout: .seconds(20)) { try await daemon.list("interrupted.txt")?["cached"] as? Int == 1 }
             #expect(partway, "the quick URL was not cached; log:\n\(daemon.log)")
 
