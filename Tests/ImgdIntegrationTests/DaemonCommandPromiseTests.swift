@@ -158,7 +158,8 @@ struct DaemonCommandPromiseTests {
             try Data(bytes).write(to: URL(fileURLWithPath: file))
 
             // The index's write lock, held by sqlite3 until the test lets go: the first fsck
-            // cannot remove its bad entry, so it is still running while the second is asked.
+            // cannot remove its bad entry, so it is still running while the second is asked. (It
+            // must be let go within the daemon's 5 s busy timeout, or the first fsck fails.)
             let lock = try IndexWriteLock(index: scratch.path + "/imgd-data/cache/index.sqlite", in: scratch.path)
             defer { lock.release() }
             try #require(await eventually(timeout: .seconds(20)) { lock.isHeld }, "sqlite3 did not take the lock: \(lock.output)")
