@@ -112,7 +112,17 @@ public final class Downloader: Sendable {
 
     /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.
     public func cancel(url: ImageURL) {
-        engine.send(.cancelURL(url.cacheKey))
+        engine.send(.cancelURL(url.cacheKey, reply: nil))
+    }
+
+    /// Cancels every request for `url`, as ``cancel(url:)`` does, and tells whether there was a
+    /// download of it to cancel (queued, running, being checked or waiting for a retry).
+    public func cancelDownload(of url: ImageURL) async -> Bool {
+        await withCheckedContinuation { continuation in
+            if !engine.send(.cancelURL(url.cacheKey, reply: { continuation.resume(returning: $0) })) {
+                continuation.resume(returning: false)
+            }
+        }
     }
 
     /// Cancels every request made with `submitter` (a list being withdrawn). Transfers other

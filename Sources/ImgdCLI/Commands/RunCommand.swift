@@ -13,12 +13,13 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Run the daemon (the default when no command is given).",
         discussion: """
             With no flags, everything lives under ./imgd-data (spool/, cache/, state/, imgd.sock); \
-            under systemd, in $STATE_DIRECTORY, $CACHE_DIRECTORY and $RUNTIME_DIRECTORY. Each \
+            under systemd, state/ and spool/ in $STATE_DIRECTORY, the cache in $CACHE_DIRECTORY and \
+            imgd.sock in $RUNTIME_DIRECTORY. Each \
             flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
             flags win. SIGHUP reloads the file and applies limits, caps, timeouts, ca-file and \
             admin-group; \
             a changed folder, socket, max-connections, max-connections-per-peer, pressure-threshold, proxy, deny or \
-            deny-defaults needs a restart. SIGTERM stops within 5 seconds. See Protocol.md.
+            deny-defaults needs a restart. SIGTERM or SIGINT stops within 5 seconds. See Protocol.md.
             """)
 
     @Option(help: "Configuration file (TOML 1.0; every flag below is a top-level key).")

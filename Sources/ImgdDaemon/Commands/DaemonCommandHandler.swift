@@ -380,9 +380,10 @@ struct DaemonCommands {
             }
         }
         let url = try url()
-        services.downloader.cancel(url: url)
-        logChange("cancel: \(EchoedText.cut(url.normalized))")
-        return ["cancelled": 1]
+        // 1 when a download of the URL was queued, running or waiting for a retry; 0 when none was.
+        let cancelled = await services.downloader.cancelDownload(of: url)
+        logChange("cancel: \(EchoedText.cut(url.normalized))\(cancelled ? "" : ", nothing to cancel")")
+        return ["cancelled": cancelled ? 1 : 0]
     }
 
     /// Failures in pages of `limit` (default and most 1,000), from `after` (a cursor from an

@@ -24,7 +24,9 @@ final class TransferEngine: @unchecked Sendable {
         case fetch(FetchToken)
         case fetchAll([FetchToken])
         case cancelWait(FetchToken)
-        case cancelURL(CacheKey)
+        /// Cancels the job for a URL, if there is one; `reply` (when given) is told whether there
+        /// was, on the loop thread.
+        case cancelURL(CacheKey, reply: (@Sendable (Bool) -> Void)?)
         case cancelSubmitter(SubmitterID)
         case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
@@ -210,8 +212,10 @@ final class TransferEngine: @unchecked Sendable {
         case .fetch(let token): accept(token)
         case .fetchAll(let tokens): tokens.forEach(accept)
         case .cancelWait(let token): cancelWait(token)
-        case .cancelURL(let key):
-            if let job = jobs[key] { finish(job, .failure(.cancelled)) }
+        case .cancelURL(let key, let reply):
+            let job = jobs[key]
+            if let job { finish(job, .failure(.cancelled)) }
+            reply?(job != nil)
         case .cancelSubmitter(let submitter):
             for job in Array(jobs.values) {
                 for token in job.waiters where token.submitter == submitter { cancelWait(token) }
