@@ -7,7 +7,7 @@ import ImgdTestSupport
 import Synchronization
 import Testing
 
-@Suite("Memory pressure service")
+@Suite("Memory pressure service", .timeLimit(.minutes(5)))
 struct MemoryPressureServiceTests {
     @Test("a FIFO as MEMORY_PRESSURE_WATCH: one write empties the memory tier within 100 ms and moves the counters")
     func fifoPurgesTheTier() async throws {

@@ -11,7 +11,8 @@ import Glibc
 /// group or one also in `admin-group`, beside root (the test process).
 @Suite(
     "Peers: destructive commands for root, imgd and admin-group only; the rest open",
-    .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"))
+    .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"),
+    .timeLimit(.minutes(10)))
 struct PeerAccessTests {
     /// A daemon whose socket group 65534 may use, with `admin-group` set to a group of this
     /// machine (returned with it).

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Cache maintainer")
+@Suite("Cache maintainer", .timeLimit(.minutes(5)))
 struct CacheMaintainerTests {
     private func settings(maxAge: Duration = .seconds(5)) -> MaintenanceSettings {
         var settings = MaintenanceSettings()
@@ -106,7 +106,7 @@ struct CacheMaintainerTests {
     }
 }
 
-@Suite("Disk tier health")
+@Suite("Disk tier health", .timeLimit(.minutes(5)))
 struct DiskHealthTests {
     @Test("a cache folder removed at run time is created again, locked and indexed, and used from then on")
     func folderRemoved() throws {
