@@ -17,7 +17,7 @@ struct SlowOriginTests {
         "/img/\(name).png?w=16&h=16&bytes=400000&slow_bps=\(bytesPerSecond)"
     }
 
-    @Test("two tarpit hosts hold all 8 slots; an on-demand fetch of a fast URL is answered within 2 s")
+    @Test("two tarpit hosts hold all 8 slots; an on-demand fetch of a fast URL is answered before any tarpit transfer ends")
     func onDemandPassesTarpits() async throws {
         let first = try await TestHTTPServer.start()
         let second = try await TestHTTPServer.start()
@@ -34,11 +34,10 @@ struct SlowOriginTests {
             #expect(await second.waitForInFlight(atLeast: 4, timeout: .seconds(20)))
             #expect(fixture.downloader.statistics.running == 8)
 
-            let asked = ContinuousClock.now
             let image = try await fixture.downloader.fetch(fixture.url("/img/fast.png?w=8&h=8"))
-            let waited = ContinuousClock.now - asked
             #expect(image.source == .network)
-            #expect(waited < .seconds(2), "the on-demand fetch waited \(waited)")
+            // No tarpit body had come (each takes ~200 s): the fetch did not wait for a slot to free itself.
+            #expect(answers.all.allSatisfy { (try? $0.1.get()) == nil }, "a tarpit transfer ended first")
             #expect(fixture.downloader.statistics.preempted >= 1)
             // The prefetch that gave way was put back, not failed.
             #expect(answers.all.allSatisfy { (try? $0.1.get()) != nil || $0.1.failureCode == "timeout" })
@@ -57,10 +56,9 @@ struct SlowOriginTests {
             let urls = try (0..<4).map { try fixture.url(Self.tarpit("held-\($0)")) }
             fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { _, _ in }
             #expect(await fixture.server.waitForInFlight(atLeast: 2, timeout: .seconds(20)))
-            let asked = ContinuousClock.now
             let image = try await fixture.downloader.fetch(fixture.url("/img/same-host.png?w=8&h=8"))
             #expect(image.source == .network)
-            #expect(ContinuousClock.now - asked < .seconds(2))
+            #expect(fixture.downloader.statistics.succeeded == 1, "a tarpit transfer ended before the on-demand fetch")
             #expect(fixture.server.maxInFlight <= 3, "the per-host cap still holds, give or take the closing prefetch")
             #expect(fixture.downloader.statistics.preempted == 1)
             #expect(fixture.downloader.statistics.failed == 0)
@@ -123,16 +121,14 @@ struct SlowOriginTests {
             $0.totalTimeout = .seconds(60)
         }
         try await withFixture(policy: policy) { fixture in
-            // 400 KB at 4 KiB/s: about 100 s, where the attempt allows 60.
-            let started = ContinuousClock.now
+            // 400 KB at 4 KiB/s: about 100 s, where the attempt allows 60. Ended by the pace rule
+            // (its message, its counter), not by the 60 s limit: that is the proof of "early".
             let error = try await fixture.failure(Self.tarpit("hopeless", bytesPerSecond: 4096))
-            let took = ContinuousClock.now - started
             guard case .timeout(let message) = error else {
                 Issue.record("expected a timeout, got \(String(describing: error))")
                 return
             }
             #expect(message.contains("bytes/s"), "\(message)")
-            #expect(took < .seconds(30), "ended after \(took), not near the 60 s limit")
             #expect(fixture.downloader.statistics.pacedOut == 1)
             #expect(fixture.tempFiles.isEmpty)
             // The slot is free and nothing leaked: the next URL arrives.

@@ -185,6 +185,5 @@ struct SteadyWallClockTests {
         let clock = SteadyWallClock(wallMilliseconds: 1_000_000, monotonicMilliseconds: 50)
         #expect(clock.now(monotonicMilliseconds: 50) == 1_000_000)
         #expect(clock.now(monotonicMilliseconds: 1_050) == 1_001_000)
-        #expect(abs(WallClock.drift) < 1000, "no clock step while the tests run")
     }
 }
