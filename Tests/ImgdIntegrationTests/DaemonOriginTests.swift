@@ -57,7 +57,10 @@ struct DaemonOriginTests {
         let fast = try await TestHTTPServer.start()
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        let daemon = try await DaemonProcess.start(in: scratch.path)
+        // A 10-minute attempt: the tarpits can finish in it, so the pace rule lets them hold their
+        // slots. (With the default 120 s it ends each as hopeless 3 s into its body, and the lists
+        // fail and free every slot before a loaded machine has seen them all held.)
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--timeout", "10m"])
         for (index, server) in tarpits.enumerated() {
             // A PNG head, 400 KB declared, then 2 KiB/s: the body would take ~200 s.
             let urls = (0..<6).map { server.url("/img/tarpit-\($0).png?w=16&h=16&bytes=400000&slow_bps=2048") }

@@ -17,11 +17,15 @@ struct SlowOriginTests {
         "/img/\(name).png?w=16&h=16&bytes=400000&slow_bps=\(bytesPerSecond)"
     }
 
+    /// An attempt long enough for a tarpit to finish in, so that the pace rule lets it hold its
+    /// slot (with 120 s it ends each as hopeless 3 s into its body, freeing the slot).
+    static let holdingPolicy = DownloaderFixture.testPolicy { $0.totalTimeout = .seconds(600) }
+
     @Test("two tarpit hosts hold all 8 slots; an on-demand fetch of a fast URL is answered before any tarpit transfer ends")
     func onDemandPassesTarpits() async throws {
         let first = try await TestHTTPServer.start()
         let second = try await TestHTTPServer.start()
-        try await withFixture(policy: DownloaderFixture.testPolicy()) { fixture in
+        try await withFixture(policy: Self.holdingPolicy) { fixture in
             #expect(fixture.downloader.policy.maxParallel == 8 && fixture.downloader.policy.maxPerHost == 4)
             let lists = try [first, second].map { server in
                 try (0..<6).map { try ImageURL(server.url(Self.tarpit("tarpit-\($0)"))) }
@@ -48,10 +52,9 @@ struct SlowOriginTests {
 
     @Test("an on-demand fetch on the tarpit host itself takes a slot from that host's prefetches")
     func onDemandOnFullHost() async throws {
-        let policy = DownloaderFixture.testPolicy {
-            $0.maxParallel = 8
-            $0.maxPerHost = 2
-        }
+        var policy = Self.holdingPolicy
+        policy.maxParallel = 8
+        policy.maxPerHost = 2
         try await withFixture(policy: policy) { fixture in
             let urls = try (0..<4).map { try fixture.url(Self.tarpit("held-\($0)")) }
             fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { _, _ in }
