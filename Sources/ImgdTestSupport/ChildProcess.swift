@@ -158,9 +158,11 @@ public final class ChildProcess: Sendable {
         return (try? await killer.value) == true ? nil : status
     }
 
-    /// Waits for the exit and for the piped streams' ends; what they held.
-    public func output() async -> Output {
-        let status = await exited()
+    /// Waits for the exit (killing it once `timeout` has passed: a child that hangs fails its
+    /// test instead of holding the run) and for the piped streams' ends; what they held.
+    public func output(within timeout: Duration = .seconds(120)) async -> Output {
+        var status = await exited(within: timeout) ?? -1
+        if status == -1 { status = await exited() }  // killed: its SIGKILL status, at once
         let out = await stdoutText?.value ?? Data()
         let err = await stderrText?.value ?? Data()
         return Output(status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))

@@ -4,7 +4,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: subscriptions and events")
+@Suite("Control socket: subscriptions and events", .timeLimit(.minutes(5)))
 struct ControlEventTests {
     @Test("subscribe to some events: only those arrive, numbered over all events, in order")
     func subscribeToSome() async throws {

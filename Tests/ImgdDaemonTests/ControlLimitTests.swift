@@ -4,7 +4,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: limits")
+@Suite("Control socket: limits", .timeLimit(.minutes(5)))
 struct ControlLimitTests {
     @Test("a line of exactly 1 MiB is served; one byte more gets line_too_long")
     func lineLimitBoundary() async throws {

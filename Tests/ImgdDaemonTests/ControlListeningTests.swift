@@ -5,7 +5,7 @@ import NIOCore
 import Synchronization
 import Testing
 
-@Suite("Control socket: the socket file, inherited sockets, stopping")
+@Suite("Control socket: the socket file, inherited sockets, stopping", .timeLimit(.minutes(5)))
 struct ControlListeningTests {
     private func fileMode(of path: String) -> mode_t? {
         var status = stat()

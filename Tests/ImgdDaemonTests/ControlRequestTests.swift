@@ -1,7 +1,7 @@
 import ImgdDaemon
 import Testing
 
-@Suite("Control socket: requests' arguments and errors")
+@Suite("Control socket: requests' arguments and errors", .timeLimit(.minutes(5)))
 struct ControlRequestTests {
     private func request(_ arguments: [String: JSONValue]) -> ControlRequest {
         ControlRequest(id: 1, command: "test", arguments: arguments)

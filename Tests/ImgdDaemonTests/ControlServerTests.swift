@@ -4,7 +4,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: requests and replies")
+@Suite("Control socket: requests and replies", .timeLimit(.minutes(5)))
 struct ControlServerTests {
     @Test("ping: one request, one exact reply line")
     func ping() async throws {

@@ -4,7 +4,7 @@ import Testing
 @testable import ImgdDaemon
 
 /// The daemon's log is the sink for every message: whatever a message quotes, it is one line.
-@Suite("Daemon log")
+@Suite("Daemon log", .timeLimit(.minutes(5)))
 struct DaemonLogTests {
     /// What `log` wrote to a pipe, as text.
     private func written(journal: Bool, _ body: (DaemonLog) -> Void) throws -> String {

@@ -3,7 +3,7 @@ import ImgdCore
 import ImgdTestSupport
 import Testing
 
-@Suite("Crash safety of the cache folder")
+@Suite("Crash safety of the cache folder", .timeLimit(.minutes(10)))
 struct CrashSafetyTests {
     @Test("kill -9 mid-download: no partial file under a final name; the next run clears tmp/ and completes")
     func killMidDownload() async throws {
@@ -32,7 +32,7 @@ struct CrashSafetyTests {
         // The stalled body has reached its temp file.
         #expect(await eventually { ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot + "/tmp")) ?? []).count == 1 })
         process.signal(SIGKILL)
-        await process.exited()
+        #expect(await process.exited(within: .seconds(30)) != nil, "a SIGKILLed imgd did not exit")
 
         let stuckKey = try ImageURL(server.url(stalled)).cacheKey
         #expect(!FileManager.default.fileExists(atPath: cacheRoot + "/" + stuckKey.relativePath))

@@ -11,7 +11,7 @@ import Glibc
 /// watchdog, reloads, stopping), socket activation, its folders and socket file, its
 /// configuration file and reloads, memory pressure, the control protocol's error paths, and
 /// `imgctl` against it. Each test runs its own daemon in its own scratch folder.
-@Suite("imgd as a service (the real binaries)")
+@Suite("imgd as a service (the real binaries)", .timeLimit(.minutes(10)))
 struct DaemonServiceTests {
     // MARK: - 1. systemd notifications
 
@@ -87,7 +87,7 @@ struct DaemonServiceTests {
         }
     }
 
-    @Test("SIGTERM while a get waits on a held download: the waiting client gets an answer, imgd exits 0 promptly")
+    @Test("SIGTERM while a get waits on a held download: the waiting client gets an answer, imgd exits 0 with the transfer cancelled, not waited out")
     func stopWhileWaiting() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
@@ -98,13 +98,12 @@ struct DaemonServiceTests {
             let held = server.url("/img/held.png?gate=never")
             let waiting = Task { try? await connection.callRaw(#"{"id":"w","cmd":"get","url":"\#(held)"}"#) }
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the download did not start")
-            let stopping = ContinuousClock.now
             kill(daemon.pid, SIGTERM)
             let status = await daemon.waitForExit()
-            let took = ContinuousClock.now - stopping
             #expect(status == 0, "log:\n\(daemon.log)")
-            // Stopping cancels transfers (Daemon's contract): nothing is left to wait out.
-            #expect(took < .seconds(3), "stopping took \(took) with a get waiting on a download; log:\n\(daemon.log)")
+            // Stopping cancels transfers (Daemon's contract): the held one (its gate never opens)
+            // ended by the cancel, not by the stop deadline giving up on it.
+            #expect(!daemon.log.contains("did not stop within"), "log:\n\(daemon.log)")
             if let line = await waiting.value {
                 let code = Self.errorCode(try KeptConnection.parseReply(line))
                 #expect(code == "cancelled" || code == "shutting_down", "\(line)")
@@ -465,17 +464,14 @@ struct DaemonServiceTests {
 
             // One byte into the FIFO is one event.
             try Self.writeByte(to: fifo)
-            let written = ContinuousClock.now
             var after: [String: Any] = [:]
             let purged = await pollUntil(timeout: .seconds(5)) {
                 after = (try? await daemon.result(#"{"cmd":"status"}"#)) ?? [:]
                 return after["pressure_events"] as? Int == 1
             }
-            let latency = ContinuousClock.now - written
             #expect(purged, "pressure_events did not become 1: \(after); log:\n\(daemon.log)")
             #expect((after["memory"] as? [String: Any])?["bytes"] as? Int == 0, "memory not purged: \(after)")
             #expect((after["memory"] as? [String: Any])?["entries"] as? Int == 0, "memory not purged: \(after)")
-            #expect(latency < .seconds(2), "the purge took \(latency) to show in status")
             #expect(daemon.log.contains("memory pressure"), "the event was not logged:\n\(daemon.log)")
 
             // purge memory counts as an event too.

@@ -7,7 +7,8 @@ import Testing
 /// real binary, started under util-linux's `prlimit`.
 @Suite(
     "Descriptor limit: max-connections is checked against RLIMIT_NOFILE at start",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs util-linux's prlimit"))
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs util-linux's prlimit"),
+    .timeLimit(.minutes(10)))
 struct DescriptorLimitTests {
     @Test("a hard limit of 256 and max-connections 1000: exit 1 with an error naming the numbers and the fix")
     func refused() async throws {

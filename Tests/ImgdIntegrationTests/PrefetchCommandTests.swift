@@ -4,7 +4,7 @@ import ImgdTestSupport
 import Testing
 
 /// `imgd prefetch` end to end: the real binary, the real test server, real files.
-@Suite("imgd prefetch (the binary)")
+@Suite("imgd prefetch (the binary)", .timeLimit(.minutes(10)))
 struct PrefetchCommandTests {
     @Test("every URL cached: exit 0, summary on stdout, files byte-exact; a second run finds them cached")
     func allCached() async throws {
@@ -125,7 +125,7 @@ struct PrefetchCommandTests {
         #expect(second.stderr.contains("another imgd (pid \(first.pid)) is using this cache"))
         #expect(server.requestCount("/img/other.png") == 0)
         server.openGate("go")
-        #expect(await first.exited() == 0)
+        #expect(await first.exited(within: .seconds(60)) == 0)
         #expect(scratch.files(under: "c").count == 1)
         try await server.shutdown()
     }

@@ -4,7 +4,7 @@ import Testing
 
 /// Paging the failure memory: in URL order, after a cursor, at most a limit, with whether more
 /// follow; walking the pages gives every failure once, whatever the input order.
-@Suite("Remembered failures, a page at a time")
+@Suite("Remembered failures, a page at a time", .timeLimit(.minutes(5)))
 struct RememberedFailurePageTests {
     static func failures(_ count: Int) -> [(url: String, error: DownloadError)] {
         // A scrambled order: the page must not depend on the dictionary's.

@@ -4,7 +4,7 @@ import Testing
 
 /// The scripted test server, checked through the real `curl` binary: the same libcurl behaviours
 /// the downloader will meet (exit 18 for a short body, 47 for a redirect loop).
-@Suite struct TestHTTPServerTests {
+@Suite(.timeLimit(.minutes(5))) struct TestHTTPServerTests {
     @Test func imageRoutesServeExactlyTheirBodies() async throws {
         try await withServer { server in
             let targets = [
@@ -191,11 +191,8 @@ import Testing
         let server = try await TestHTTPServer.start()
         let run = try startCurl([server.url("/img/s.png?bytes=1000&stall_after=5")])
         #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(5)))
-        let start = ContinuousClock.now
+        // A hang here is caught by the suite's time limit, not a duration check.
         try await server.shutdown()
-        // A guard against hanging, not a speed check: on a loaded 2-core machine closing the
-        // event loops can take seconds.
-        #expect(ContinuousClock.now - start < .seconds(30))
         let result = try await run.value
         #expect(result.exitCode == 18, "the close cut the body short")
         #expect(result.bodies[0].count == 5)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Cache maintainer")
+@Suite("Cache maintainer", .timeLimit(.minutes(5)))
 struct CacheMaintainerTests {
     private func settings(maxAge: Duration = .seconds(5)) -> MaintenanceSettings {
         var settings = MaintenanceSettings()
@@ -106,7 +106,7 @@ struct CacheMaintainerTests {
     }
 }
 
-@Suite("Disk tier health")
+@Suite("Disk tier health", .timeLimit(.minutes(5)))
 struct DiskHealthTests {
     @Test("a cache folder removed at run time is created again, locked and indexed, and used from then on")
     func folderRemoved() throws {
@@ -185,6 +185,5 @@ struct SteadyWallClockTests {
         let clock = SteadyWallClock(wallMilliseconds: 1_000_000, monotonicMilliseconds: 50)
         #expect(clock.now(monotonicMilliseconds: 50) == 1_000_000)
         #expect(clock.now(monotonicMilliseconds: 1_050) == 1_001_000)
-        #expect(abs(WallClock.drift) < 1000, "no clock step while the tests run")
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Disk budget and eviction")
+@Suite("Disk budget and eviction", .timeLimit(.minutes(5)))
 struct DiskEvictionTests {
     /// A disk tier with `count` entries of `size` bytes, last used at 1000, 2000, … ms.
     private func filledCache(_ count: Int, size: Int = 100) throws -> (DiskCache, [IndexEntry], String) {
@@ -151,7 +151,7 @@ struct DiskEvictionTests {
     }
 }
 
-@Suite("Background reconcile")
+@Suite("Background reconcile", .timeLimit(.minutes(5)))
 struct ReconcileTests {
     @Test("slices remove rows without files and files without rows, and keep everything else")
     func reconcile() throws {

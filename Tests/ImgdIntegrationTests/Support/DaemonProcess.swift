@@ -184,6 +184,29 @@ func eventuallyAsync(
     return (try? await condition()) == true
 }
 
+/// Polls `state` (which may talk to the daemon) until it is done, failing only once its
+/// progress (a count that grows while the daemon works, such as a claim's lines) has not grown
+/// for `stall`: a loaded machine takes longer, a stuck daemon still fails. Returns whether it
+/// got done.
+func eventuallyWhileProgressing(
+    stall: Duration = .seconds(30), interval: Duration = .milliseconds(100),
+    _ state: () async throws -> (progress: Int, done: Bool)
+) async -> Bool {
+    var best = Int.min
+    var lastGrowth = ContinuousClock.now
+    while true {
+        if let now = try? await state() {
+            if now.done { return true }
+            if now.progress > best {
+                best = now.progress
+                lastGrowth = .now
+            }
+        }
+        if ContinuousClock.now - lastGrowth > stall { return false }
+        try? await Task.sleep(for: interval)
+    }
+}
+
 // MARK: - The spool
 
 extension DaemonProcess {
