@@ -147,12 +147,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
+        /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
+        /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "imgctl", "ImgdCore", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )
