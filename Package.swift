@@ -162,15 +162,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
+        /// Every fuzz seed and reproducer (Tests/Fuzz/), replayed through its target.
         .testTarget(
             name: "ImgdFuzzTests", dependencies: ["ImgdFuzz"],
             swiftSettings: swiftSettings),
+        /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
+        /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "imgctl", "ImgdCore", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -40,7 +40,8 @@ final class TestHTTP2StreamHandler: ChannelInboundHandler {
         case .head(let requestHead):
             guard head == nil else { return }
             head = requestHead
-            attempt = state.requestArrived(requestHead.uri, isHTTP2: true)
+            attempt = state.requestArrived(
+                requestHead.uri, headers: requestHead.headers.map { ($0.name, $0.value) }, isHTTP2: true)
             isInFlight = true
         case .body:
             break
@@ -95,6 +96,11 @@ final class TestHTTP2StreamHandler: ChannelInboundHandler {
         hasBody: Bool
     ) {
         guard isOpen else { return }
+        if behaviour.hangUp != nil {
+            // A stream has no linger: closing it resets the stream, before any response.
+            context.close(promise: nil)
+            return
+        }
         var headers = HTTPHeaders(response.headers.map { ($0.name, $0.value) })
         if hasBody, case .contentLength(let delta) = behaviour.framing {
             headers.add(name: "content-length", value: "\(max(0, response.body.count + delta))")

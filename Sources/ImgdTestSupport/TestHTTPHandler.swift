@@ -1,6 +1,10 @@
 import NIOCore
 import NIOHTTP1
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Serves one connection of a ``TestHTTPServer``: records each request as its head arrives, then
 /// answers requests in order, one at a time, stepping through the script its target asks for
 /// (gate, delay, head, body at once or in timed pieces, then end, stall or close).
@@ -89,7 +93,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
                 context.close(promise: nil)
                 return
             }
-            let attempt = state.requestArrived(head.uri)
+            let attempt = state.requestArrived(head.uri, headers: head.headers.map { ($0.name, $0.value) })
             requests.append(Request(id: nextID, head: head, attempt: attempt))
             nextID += 1
         case .body:
@@ -154,6 +158,21 @@ final class TestHTTPHandler: ChannelInboundHandler {
 
     private func sendHead(context: ChannelHandlerContext, _ delivery: Delivery) {
         guard isCurrent(delivery) else { return }
+        switch delivery.behaviour.hangUp {
+        case .close:
+            context.close(promise: nil)
+            return
+        case .reset:
+            // A zero linger turns the close into a reset: the client's read fails with ECONNRESET.
+            guard let socket = context.channel as? any SocketOptionProvider else {
+                context.close(promise: nil)
+                return
+            }
+            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            return
+        case nil:
+            break
+        }
         let head = delivery.response.head(framing: delivery.behaviour.framing, keepAlive: delivery.keepAlive)
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + delivery.sendCount + 64)
         buffer.writeString(head)

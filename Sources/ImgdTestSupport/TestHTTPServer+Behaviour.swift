@@ -1,8 +1,9 @@
 extension TestHTTPServer {
     /// How a response is delivered, from the modifier parameters any route accepts.
     ///
-    /// The steps run in this order: wait on `gate`, wait `delay_ms`, send the head, send the body
-    /// (all at once, or in pieces at `slow_bps`), then end, stall or close.
+    /// The steps run in this order: wait on `gate`, wait `delay_ms`, send the head (or hang up
+    /// instead, for `hangup`), send the body (all at once, or in pieces at `slow_bps`), then end,
+    /// stall or close.
     struct Behaviour: Sendable, Equatable {
         /// How the body's end is marked on the wire.
         enum Framing: Sendable, Equatable {
@@ -23,6 +24,16 @@ extension TestHTTPServer {
             case close(after: Int)
         }
 
+        /// How a connection is dropped instead of answered.
+        enum HangUp: String, Sendable, Equatable {
+            /// `hangup=close`: closed in order (FIN) before any byte of a response.
+            case close
+            /// `hangup=reset`: reset (RST, by a zero linger) before any byte of a response.
+            case reset
+        }
+
+        /// `hangup=close|reset`: no response at all; the connection ends where the head would go.
+        var hangUp: HangUp?
         /// `gate=NAME`: the head waits until `openGate(NAME)`.
         var gate: String?
         /// `delay_ms=N`: milliseconds to wait before the head (at most a minute).
@@ -41,6 +52,10 @@ extension TestHTTPServer {
 
         init(_ target: Target) throws(Target.Invalid) {
             gate = target.query["gate"]
+            if let text = target.query["hangup"] {
+                guard let hangUp = HangUp(rawValue: text) else { throw Target.Invalid(name: "hangup", value: text) }
+                self.hangUp = hangUp
+            }
             delayMilliseconds =
                 try target.integer("delay_ms", default: 0, in: 0...Self.maximumDelayMilliseconds) ?? 0
             slowBytesPerSecond = try target.integer("slow_bps", in: 1...Int(Int32.max))

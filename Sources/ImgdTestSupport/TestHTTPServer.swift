@@ -16,7 +16,8 @@ import NIOSSL
 /// else is 404; a parameter out of range is 400.
 ///
 /// Modifiers on any route: `gate=NAME` (hold until ``openGate(_:)``), `delay_ms=N`, `slow_bps=N`,
-/// `stall_after=N`, `close_after=N`, `cl=+K`/`cl=-K` (lie about Content-Length, then close),
+/// `stall_after=N`, `close_after=N`, `hangup=close|reset` (no response: the connection is closed
+/// or reset where the head would go), `cl=+K`/`cl=-K` (lie about Content-Length, then close),
 /// `no_cl=1` (body ended by the close) and `chunked=1`. Otherwise responses carry a true
 /// Content-Length and keep-alive is honoured, so clients can reuse connections.
 ///
@@ -65,10 +66,11 @@ public final class TestHTTPServer: Sendable {
 
     /// Starts a server on 127.0.0.1 on an ephemeral port: plain HTTP/1.1, or https with `tls`;
     /// `host` binds another address instead (`::` listens on every address of both families,
-    /// loopback included, so ``origin`` still reaches it).
-    public static func start(host: String = "127.0.0.1", tls: TLS? = nil) async throws -> TestHTTPServer {
+    /// loopback included, so ``origin`` still reaches it). With `gauge`, its requests in flight
+    /// also count in the gauge, which other servers may share.
+    public static func start(host: String = "127.0.0.1", tls: TLS? = nil, gauge: InFlightGauge? = nil) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let state = TestHTTPServerState()
+        let state = TestHTTPServerState(gauge: gauge)
         do {
             let sslContext = try tls.map { tls in
                 var configuration = TLSConfiguration.makeServerConfiguration(
@@ -162,6 +164,9 @@ public final class TestHTTPServer: Sendable {
 
     /// Request-targets in arrival order.
     public var requestLog: [String] { state.counters.requestLog }
+
+    /// Every request with its header fields, in arrival order (forgotten by ``resetCounters()``).
+    public var requests: [RecordedRequest] { state.counters.requests }
 
     /// Requests whose head has arrived and whose response end is not yet written (nor their
     /// connection closed). Held, delayed, slow and stalled requests count.

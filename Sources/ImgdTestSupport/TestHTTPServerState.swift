@@ -17,6 +17,8 @@ final class TestHTTPServerState: Sendable {
         var connectionsAccepted = 0
         /// Requests that came as HTTP/2 streams.
         var http2Requests = 0
+        /// Every request with its header fields, in arrival order.
+        var requests: [TestHTTPServer.RecordedRequest] = []
     }
 
     /// Everything the lock guards.
@@ -33,14 +35,24 @@ final class TestHTTPServerState: Sendable {
     }
 
     private let state = Mutex(Locked())
+    /// Shared with other servers, to see a client's cap over several hosts; nil when none is.
+    private let gauge: InFlightGauge?
+
+    init(gauge: InFlightGauge? = nil) {
+        self.gauge = gauge
+    }
 
     // MARK: Requests
 
     /// Records a request head and returns its attempt number (1-based) for that exact target.
-    func requestArrived(_ target: String, isHTTP2: Bool = false) -> Int {
-        state.withLock { locked in
+    func requestArrived(_ target: String, headers: [(String, String)] = [], isHTTP2: Bool = false) -> Int {
+        gauge?.enter()
+        return state.withLock { locked in
             if isHTTP2 { locked.counters.http2Requests += 1 }
             locked.counters.requestLog.append(target)
+            locked.counters.requests.append(
+                TestHTTPServer.RecordedRequest(
+                    target: target, headers: headers.map { TestHTTPServer.RecordedRequest.Header(name: $0.0, value: $0.1) }))
             let attempt = locked.counters.requestCounts[target, default: 0] + 1
             locked.counters.requestCounts[target] = attempt
             locked.counters.inFlight += 1
@@ -52,6 +64,7 @@ final class TestHTTPServerState: Sendable {
     /// A request's response ended or its connection closed; called exactly once per arrived request.
     func requestFinished() {
         state.withLock { $0.counters.inFlight -= 1 }
+        gauge?.leave()
     }
 
     var counters: Counters { state.withLock { $0.counters } }

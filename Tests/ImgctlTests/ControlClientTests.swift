@@ -10,7 +10,8 @@ struct ControlClientTests {
 
     @Test("request lines are compact JSON with sorted keys and increasing integer ids")
     func requestLines() throws {
-        let server = try Server { request in [.line(Server.success(request.id, #"{"accepted":2,"rejected":[]}"#))] }
+        let accepted = RecordedReply.value("add", replacing: ["accepted": .int(2), "rejected": .array([])]).compactText
+        let server = try Server { request in [.line(Server.success(request.id, accepted))] }
         defer { server.stop() }
         let run = ImgctlRun([
             "add", "--socket", server.path, "--priority", "high", "--pin", "24h", "http://a.test/x.png", "http://b.test/y \"q\".png",
@@ -92,7 +93,8 @@ struct ControlClientTests {
     @Test("a long reply split across many writes arrives whole")
     func splitLines() throws {
         let long = String(repeating: "abcdefgh", count: 4096)  // 32 KiB, one byte per write
-        let server = try Server { request in [.drip(Server.success(request.id, #"{"path":"/c/\#(long)"}"#))] }
+        let reply = RecordedReply.value("get", replacing: ["path": .string("/c/" + long)]).compactText
+        let server = try Server { request in [.drip(Server.success(request.id, reply))] }
         defer { server.stop() }
         let run = ImgctlRun(["get", "--socket", server.path, "http://a.test/x.png"])
         #expect(run.status == 0)
@@ -151,11 +153,14 @@ struct ControlClientTests {
 
     @Test("watch: subscribes, prints each event as `seq event key=value…`, exit 3 when the daemon closes")
     func watch() throws {
+        // The daemon's own events: a URL and a message with spaces, numbers, a format.
+        let fetched = RecordedReply.value("event-fetched")
+        let failed = RecordedReply.value("event-failed")
         let server = try Server { request in
             [
-                .line(Server.success(request.id, #"{"subscribed":["fetched","failed"]}"#)),
-                .line(Server.event("fetched", seq: 7, #"{"url":"http://a.test/b.jpg","bytes":812,"format":"jpeg"}"#)),
-                .drip(Server.event("failed", seq: 9, #"{"url":"http://a.test/c.jpg","code":"http_404","message":"Not Found"}"#)),
+                .line(Server.success(request.id, RecordedReply.text("subscribe"))),
+                .line(Server.event("fetched", seq: 7, fetched.compactText)),
+                .drip(Server.event("failed", seq: 9, failed.compactText)),
                 .close,
             ]
         }
@@ -163,54 +168,64 @@ struct ControlClientTests {
         let run = ImgctlRun(["watch", "--socket", server.path, "--events", "fetched,failed"])
         #expect(run.status == 3)
         #expect(server.received.map(\.raw) == [#"{"cmd":"subscribe","events":["fetched","failed"],"id":1}"#])
+        let bytes = try #require(fetched["bytes"]?.int)
+        let format = try #require(fetched["format"]?.string)
+        let url = try #require(fetched["url"]?.string)
+        let failedURL = try #require(failed["url"]?.string)
+        let code = try #require(failed["code"]?.string)
+        let message = try #require(failed["message"]?.string)
+        #expect(message.contains(" "), "the recorded message has spaces, so it is quoted")
         #expect(
             run.stdout.lines == [
-                "7 fetched bytes=812 format=jpeg url=http://a.test/b.jpg",
-                #"9 failed code=http_404 message="Not Found" url=http://a.test/c.jpg"#,
+                "7 fetched bytes=\(bytes) format=\(format) url=\(url)",
+                "9 failed code=\(code) message=\(JSONValue.string(message).compactText) url=\(failedURL)",
             ])
         let json = ImgctlRun(["watch", "--socket", server.path, "--json"])
         #expect(json.stdout.lines.count == 3)  // the subscribe reply, then two events, as sent
-        #expect(json.stdout.lines[1] == Server.event("fetched", seq: 7, #"{"url":"http://a.test/b.jpg","bytes":812,"format":"jpeg"}"#))
+        #expect(json.stdout.lines[1] == Server.event("fetched", seq: 7, fetched.compactText))
     }
 
     @Test("status and lists in the human format")
     func humanFormats() throws {
+        let status = RecordedReply.value(
+            "status",
+            replacing: [
+                "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .double(3725), "queued": .int(3), "in_flight": .int(2),
+                "lists_active": .int(1), "cache.bytes": .int(1_610_612_736), "cache.entries": .int(3400),
+                "cache.limit": .int(10_737_418_240), "cache.pinned_bytes": .int(12_582_912), "cache.path": .string("/var/cache/imgd"),
+                "memory.bytes": .int(67_108_864), "memory.entries": .int(120), "memory.limit": .int(268_435_456),
+                "memory.pressure_source": .string("psi-poll"), "memory.pressure_path": .string("/proc/pressure/memory"),
+                "pressure_events": .int(0), "spool": .string("/var/spool/imgd"),
+            ])
+        // claimed_at as the daemon sends it: milliseconds since 1970, here 62 s before "now".
+        let claimedAt = try #require(RecordedReply.value("lists")["lists"]?.array?.first?["claimed_at"]?.int)
+        let list = RecordedReply.list(
+            name: "a.txt", state: "active", total: 1000, cached: 40, alreadyCached: 5, failed: 1, pending: 954, bytes: 1536)
         let server = try Server { request in
             switch request.command {
-            case "status":
-                return [
-                    .line(
-                        Server.success(
-                            request.id,
-                            #"{"version":"0.2.0","pid":42,"uptime_s":3725,"queued":3,"in_flight":2,"lists_active":1,"cache":{"bytes":1610612736,"entries":3400,"limit":10737418240,"pinned_bytes":12582912},"memory":{"bytes":67108864,"entries":120,"limit":268435456,"pressure_source":"psi-poll","pressure_path":"/proc/pressure/memory"},"pressure_events":0,"degraded":[],"spool":"/var/spool/imgd"}"#
-                        ))
-                ]
-            default:
-                return [
-                    .line(
-                        Server.success(
-                            request.id,
-                            #"{"lists":[{"name":"a.txt","state":"active","total":1000,"cached":40,"already_cached":5,"failed":1,"pending":954,"bytes":1536,"claimed_at":"2025-01-02T03:04:05Z"}]}"#
-                        ))
-                ]
+            case "status": return [.line(Server.success(request.id, status.compactText))]
+            default: return [.line(Server.success(request.id, RecordedReply.lists([list])))]
             }
         }
         defer { server.stop() }
-        let status = ImgctlRun(["status", "--socket", server.path])
-        #expect(status.status == 0)
+        let run = ImgctlRun(["status", "--socket", server.path])
+        #expect(run.status == 0)
         #expect(
-            status.stdout.lines == [
+            run.stdout.lines == [
                 "imgd 0.2.0 (pid 42), up 1h 2m", "queued: 3", "in flight: 2", "lists active: 1",
-                "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned",
+                "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned", "cache folder: /var/cache/imgd",
                 "memory tier: 64 MiB in 120 entries, limit 256 MiB", "memory pressure: psi-poll (/proc/pressure/memory)",
                 "memory pressure events: 0", "spool: /var/spool/imgd",
                 "degraded: no",
             ])
-        let lists = ImgctlRun(["lists", "--socket", server.path])
+        let lists = ImgctlRun(["lists", "--socket", server.path]) { context in
+            context.now = { Double(claimedAt) / 1000 + 62 }
+        }
+        #expect(lists.status == 0)
         #expect(
             lists.stdout.lines == [
                 "NAME   STATE   TOTAL  CACHED  ALREADY  FAILED  PENDING  SIZE     CLAIMED",
-                "a.txt  active  1,000  40      5        1       954      1.5 KiB  2025-01-02T03:04:05Z",
+                "a.txt  active  1,000  40      5        1       954      1.5 KiB  1m 2s ago",
             ])
     }
 }

@@ -95,7 +95,12 @@ struct ExitStatusTests {
     func fsck() throws {
         for (bad, status) in [(0, Int32(0)), (2, Int32(1))] {
             let server = try ScriptedControlServer { request in
-                [.line(ScriptedControlServer.success(request.id, #"{"checked":40,"bad":\#(bad),"removed":\#(bad)}"#))]
+                [
+                    .line(
+                        ScriptedControlServer.success(
+                            request.id,
+                            RecordedReply.value("fsck", replacing: ["checked": .int(40), "bad": .int(bad), "removed": .int(bad)]).compactText))
+                ]
             }
             defer { server.stop() }
             let run = ImgctlRun(["fsck", "--socket", server.path])

@@ -14,14 +14,14 @@ struct GetCommandTests {
     static func dataServer(bytes: [UInt8] = image, sha256: String? = nil) throws -> Server {
         let digest = sha256 ?? SHA256Digest(of: bytes).hex
         let encoded = Data(bytes).base64EncodedString()
+        // The daemon's reply to `get` with `data: true`, carrying these bytes instead.
+        let reply = RecordedReply.value(
+            "get-data",
+            replacing: ["path": .string("/cache/ab/cd"), "bytes": .int(bytes.count), "sha256": .string(digest), "data": .string(encoded)])
         return try Server { request in
             [
-                .drip(Server.event("fetched", seq: 1, #"{"url":"x"}"#)),
-                .line(
-                    Server.success(
-                        request.id,
-                        #"{"path":"/cache/ab/cd","bytes":\#(bytes.count),"sha256":"\#(digest)","format":"png","width":1,"height":1,"source":"disk","data":"\#(encoded)"}"#
-                    )),
+                .drip(Server.event("fetched", seq: 1, RecordedReply.text("event-fetched"))),
+                .line(Server.success(request.id, reply.compactText)),
             ]
         }
     }
@@ -73,13 +73,13 @@ struct GetCommandTests {
 
     @Test("without -o: the path alone")
     func printsPath() throws {
-        let server = try Server { request in
-            [.line(Server.success(request.id, #"{"path":"/var/cache/imgd/3f/a1/3fa1","bytes":5120,"source":"network"}"#))]
-        }
+        let reply = RecordedReply.value("get")
+        let path = try #require(reply["path"]?.string)
+        let server = try Server { request in [.line(Server.success(request.id, reply.compactText))] }
         defer { server.stop() }
         let run = ImgctlRun(["get", "--socket", server.path, "http://a.test/a.png"])
         #expect(run.status == 0)
-        #expect(run.stdout.text == "/var/cache/imgd/3f/a1/3fa1\n")
+        #expect(run.stdout.text == path + "\n")
         #expect(server.received.map(\.raw) == [#"{"cmd":"get","id":1,"url":"http://a.test/a.png"}"#])
     }
 }

@@ -40,9 +40,9 @@ struct WarmCommandTests {
         try Server { request in
             switch request.command {
             case "status":
-                return [.line(Server.success(request.id, #"{"version":"0.2.0","spool":"\#(spool)"}"#))]
+                return [.line(Server.success(request.id, RecordedReply.value("status", replacing: ["spool": .string(spool)]).compactText))]
             case "subscribe":
-                return [.line(Server.success(request.id, #"{"subscribed":["list_done"]}"#))]
+                return [.line(Server.success(request.id, RecordedReply.value("subscribe", replacing: ["subscribed": .array([.string("list_done")])]).compactText))]
             case "lists":
                 return lists(request.ordinal).map { action in
                     if case .line(let text) = action, text.hasPrefix("RESULT:") {
@@ -51,17 +51,36 @@ struct WarmCommandTests {
                     return action
                 }
             case "failed":
-                return [
-                    .line(
-                        Server.success(
-                            request.id,
-                            #"{"failures":[{"url":"http://img.test/7.png","code":"http_404","message":"Not Found","list":"links.txt","line":7}]}"#
-                        ))
-                ]
+                return [.line(Server.success(request.id, Self.failures.compactText))]
             default:
                 return [.line(Server.failure(request.id, "unknown_command", "no"))]
             }
         }
+    }
+
+    /// The daemon's `failed --list` reply, for one failure on line 7 of links.txt.
+    static let failures: JSONValue = {
+        guard case .array(let recorded) = RecordedReply.value("failed-list")["failures"], case .object(var failure) = recorded.first else {
+            preconditionFailure("failed-list.json holds no failure")
+        }
+        let values: [String: JSONValue] = [
+            "url": .string("http://img.test/7.png"), "code": .string("http_404"), "message": .string("Not Found"),
+            "list": .string("links.txt"), "line": .int(7),
+        ]
+        for (key, value) in values {
+            precondition(failure[key] != nil, "failed-list.json's failure has no \(key)")
+            failure[key] = value
+        }
+        return RecordedReply.value("failed-list", replacing: ["failures": .array([.object(failure)])])
+    }()
+
+    /// `lists` naming one list, from the daemon's recorded entry.
+    static func lists(state: String, cached: Int, alreadyCached: Int, failed: Int, pending: Int, bytes: Int) -> String {
+        "RESULT:" + RecordedReply.lists([
+            RecordedReply.list(
+                name: "links.txt", state: state, total: 500, cached: cached, alreadyCached: alreadyCached, failed: failed,
+                pending: pending, bytes: bytes)
+        ])
     }
 
     @Test("writes .NAME.tmp completely, then renames it to NAME: the final name never shows a partial list")
@@ -104,7 +123,8 @@ struct WarmCommandTests {
         // links.txt waits in the spool, links-1.txt finished earlier, links-2.txt is a recent list.
         try Data("x\n".utf8).write(to: URL(fileURLWithPath: fixture.spool + "/links.txt"))
         try Data("x\n".utf8).write(to: URL(fileURLWithPath: fixture.spool + "/done/links-1.txt"))
-        let server = try Self.daemon(spool: fixture.spool) { _ in [.line(#"RESULT:{"lists":[{"name":"links-2.txt","state":"done"}]}"#)] }
+        let recent = RecordedReply.list(name: "links-2.txt", state: "done", total: 1, cached: 1, alreadyCached: 0, failed: 0, pending: 0, bytes: 10)
+        let server = try Self.daemon(spool: fixture.spool) { _ in [.line("RESULT:" + RecordedReply.lists([recent]))] }
         defer { server.stop() }
         let run = ImgctlRun(["warm", "--socket", server.path, "--json", fixture.source, fixture.source])
         #expect(run.status == 0, "\(run.stderr.text)")
@@ -128,17 +148,21 @@ struct WarmCommandTests {
             case 2: return [.line(#"RESULT:{"lists":[]}"#)]  // not claimed yet
             case 3:
                 return [
-                    .line(
-                        #"RESULT:{"lists":[{"name":"links.txt","state":"active","total":500,"cached":200,"already_cached":50,"failed":0,"pending":250,"bytes":1024}]}"#
-                    ),
+                    .line(Self.lists(state: "active", cached: 200, alreadyCached: 50, failed: 0, pending: 250, bytes: 1024)),
                     .drip(
-                        Server.event("list_done", seq: 3, #"{"name":"links.txt","state":"done","cached":450,"already_cached":50,"failed":0}"#)),
+                        Server.event(
+                            "list_done", seq: 3,
+                            RecordedReply.value(
+                                "event-list_done",
+                                replacing: [
+                                    "name": .string("links.txt"), "state": .string("done"), "cached": .int(450), "already_cached": .int(50),
+                                    "failed": .int(0),
+                                ]
+                            ).compactText)),
                 ]
             default:
                 return [
-                    .line(
-                        #"RESULT:{"lists":[{"name":"links.txt","state":"done","total":500,"cached":450,"already_cached":50,"failed":0,"pending":0,"bytes":1536}]}"#
-                    )
+                    .line(Self.lists(state: "done", cached: 450, alreadyCached: 50, failed: 0, pending: 0, bytes: 1536))
                 ]
             }
         }
@@ -166,9 +190,7 @@ struct WarmCommandTests {
             ordinal == 1
                 ? [.line(#"RESULT:{"lists":[]}"#)]
                 : [
-                    .line(
-                        #"RESULT:{"lists":[{"name":"links.txt","state":"failed","total":500,"cached":499,"already_cached":0,"failed":1,"pending":0,"bytes":10}]}"#
-                    )
+                    .line(Self.lists(state: "failed", cached: 499, alreadyCached: 0, failed: 1, pending: 0, bytes: 10))
                 ]
         }
         defer { server.stop() }
@@ -199,7 +221,11 @@ struct WarmCommandTests {
 
     @Test("a status without a spool is a bad reply, and nothing is written")
     func noSpool() throws {
-        let server = try Server { request in [.line(Server.success(request.id, #"{"version":"0.1.0"}"#))] }
+        // The daemon's status without its spool field (a daemon before spools, or a broken one).
+        guard case .object(var status) = RecordedReply.value("status") else { return }
+        status["spool"] = nil
+        let reply = JSONValue.object(status).compactText
+        let server = try Server { request in [.line(Server.success(request.id, reply))] }
         defer { server.stop() }
         let run = ImgctlRun(["warm", "--socket", server.path, "/nonexistent/links.txt"])
         #expect(run.status == 1)

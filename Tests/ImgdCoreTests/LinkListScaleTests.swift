@@ -3,8 +3,13 @@ import Testing
 
 @testable import ImgdCore
 
-/// A list of a million URLs streams through in bounded memory: the reader's own count of the
-/// bytes it held at once stays within one read chunk plus one URL, whatever the list's size.
+/// A list of a million URLs streams through in bounded memory, measured where memory is real:
+/// the process's resident set. Each read runs in a child process of its own (an exit test), so
+/// no other test's allocations share the figure; the child writes the list, resets its peak
+/// resident set (`/proc/self/clear_refs`), reads the list to the end, and compares its peak
+/// (`VmHWM`) with its resident set before the read. The reader's own count of the bytes it
+/// held at once is checked too. A control run reads the same list whole into memory and must
+/// cross the same margin, so the margin is shown to catch an unbounded read.
 @Suite("Link lists at scale")
 struct LinkListScaleTests {
     /// Entries in the JSON list, as the daemon's largest expected list.
@@ -12,81 +17,169 @@ struct LinkListScaleTests {
     /// Entries in the text and plist lists: fewer, as the bound does not depend on the count
     /// and a debug build parses a million URLs in several seconds per format.
     static let smallerCount = 200_000
+    /// The most the resident set may grow while a list is read: 8 MiB. The JSON list is about
+    /// 36 MB and the plist and text lists 11 and 7 MB, so holding any of them whole crosses it;
+    /// the reader's buffer (64 KiB and one URL) and the allocator's slack stay far below.
+    static let residentMargin = 8 << 20
 
-    /// Writes `header`, one `item(i)` a line for i in 0..<count, then `footer`, in batches, so
-    /// the test itself never holds the whole file either.
-    private func writeList(
-        count: Int = Self.count, fileExtension: String, header: String, footer: String, item: (Int) -> String
-    ) throws -> String {
+    /// One list: its format, its lines, and what reading it must give.
+    enum Shape: String, Sendable, CaseIterable {
+        case json, plist, text
+
+        var count: Int { self == .json ? LinkListScaleTests.count : LinkListScaleTests.smallerCount }
+        var fileExtension: String { self == .text ? "txt" : rawValue }
+        var header: String {
+            switch self {
+            case .json: "[\n"
+            case .plist: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<array>\n"
+            case .text: "# pin: 1h\n"
+            }
+        }
+        var footer: String {
+            switch self {
+            case .json: "\"http://z.example/last\"\n]\n"
+            case .plist: "</array>\n</plist>\n"
+            case .text: ""
+            }
+        }
+        func item(_ index: Int) -> String {
+            switch self {
+            case .json: "\"http://h\(index % 97).example/\(index).png\",\n"
+            case .plist: "<string>http://h\(index % 97).example/\(index).png?a=1&amp;b=2</string>\n"
+            case .text: "http://h\(index % 97).example/\(index).png\n"
+            }
+        }
+        /// URLs in the list: JSON has one more after the loop, as its last item.
+        var urls: Int { self == .json ? count + 1 : count }
+        /// The line of the last entry.
+        var lastLine: Int {
+            switch self {
+            case .json: count + 2
+            case .plist: count + 3
+            case .text: count + 1
+            }
+        }
+    }
+
+    /// Writes the list in batches, so the writer never holds the whole file either.
+    static func writeList(_ shape: Shape) throws -> String {
         let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("list-\(UUID().uuidString).\(fileExtension)").path
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(header.utf8)))
+            .appendingPathComponent("list-\(UUID().uuidString).\(shape.fileExtension)").path
+        guard FileManager.default.createFile(atPath: path, contents: Data(shape.header.utf8)) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         try handle.seekToEnd()
         var batch = ""
-        for index in 0..<count {
-            batch += item(index)
+        for index in 0..<shape.count {
+            batch += shape.item(index)
             if index % 10_000 == 9_999 {
                 try handle.write(contentsOf: Data(batch.utf8))
                 batch = ""
             }
         }
-        try handle.write(contentsOf: Data((batch + footer).utf8))
+        try handle.write(contentsOf: Data((batch + shape.footer).utf8))
         return path
     }
 
-    /// Reads the list at `path` to the end, counting URLs without keeping them.
-    private func readAll(_ path: String) throws -> (urls: Int, lastLine: Int, peak: Int) {
-        var reader = try LinkListReader(path: path)
-        var urls = 0
-        var lastLine = 0
-        while let entry = try reader.next() {
-            if case .success = entry.url { urls += 1 }
-            lastLine = entry.line
+    /// The reader's bound: the read buffer, one URL-sized string, and a little for allocation
+    /// rounding and the 200 bytes kept to show a rejected item.
+    static var bound: Int { LinkListReader.chunkSize + ImageURL.maximumLength + 1024 }
+
+    /// A figure of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`); 0 if absent.
+    static func status(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            // "VmHWM:\t   12345 kB": a tab, spaces, the figure in KiB.
+            let kilobytes = line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 0
+            return kilobytes * 1024
         }
-        return (urls, lastLine, reader.peakBufferedBytes)
+        return 0
     }
 
-    /// The bound: the read buffer, one URL-sized string, and a little for allocation rounding
-    /// and the 200 bytes kept to show a rejected item.
-    private var bound: Int { LinkListReader.chunkSize + ImageURL.maximumLength + 1024 }
-
-    @Test("a JSON list of 1,000,000 URLs is read to the end in bounded memory")
-    func millionJSON() throws {
-        let path = try writeList(fileExtension: "json", header: "[\n", footer: "\"http://z.example/last\"\n]\n") {
-            "\"http://h\($0 % 97).example/\($0).png\",\n"
+    /// Run in the child: writes the list, reads it (streaming, or whole when `unbounded`), and
+    /// exits 0 when every figure is within its bound, 1 with the figures on stderr otherwise.
+    static func readInChild(_ shape: Shape, unbounded: Bool) -> Never {
+        var problems: [String] = []
+        do {
+            let path = try writeList(shape)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            // From here the peak is the read's own: "5" resets VmHWM to the current VmRSS.
+            let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+            let before = status(reset ? "VmRSS" : "VmHWM")
+            var held: [LinkListEntry] = []
+            var whole: Data?
+            if unbounded {
+                // What a reader that does not stream would do: the file in memory, every entry kept.
+                whole = try Data(contentsOf: URL(fileURLWithPath: path))
+            }
+            var reader = try LinkListReader(path: path)
+            var urls = 0
+            var lastLine = 0
+            while let entry = try reader.next() {
+                if case .success = entry.url { urls += 1 }
+                lastLine = entry.line
+                if unbounded { held.append(entry) }
+            }
+            let peak = status("VmHWM")
+            let grown = peak - before
+            withExtendedLifetime((held, whole)) {}
+            if urls != shape.urls { problems.append("\(urls) URLs read, not \(shape.urls)") }
+            if lastLine != shape.lastLine { problems.append("last line \(lastLine), not \(shape.lastLine)") }
+            if !unbounded, reader.peakBufferedBytes > bound {
+                problems.append("the reader held \(reader.peakBufferedBytes) bytes at once, over \(bound)")
+            }
+            if before == 0 || peak == 0 { problems.append("no VmRSS/VmHWM in /proc/self/status") }
+            if grown > residentMargin {
+                problems.append("the resident set grew by \(grown) bytes (from \(before) to a peak of \(peak)), over \(residentMargin)")
+            }
+        } catch {
+            problems.append("\(error)")
         }
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let result = try readAll(path)
-        #expect(result.urls == Self.count + 1)
-        #expect(result.lastLine == Self.count + 2)
-        #expect(result.peak <= bound, "peak \(result.peak) bytes")
+        if !problems.isEmpty {
+            FileHandle.standardError.write(Data((problems.joined(separator: "; ") + "\n").utf8))
+            exit(1)
+        }
+        exit(0)
     }
 
-    @Test("a plist of 200,000 URLs is read to the end in bounded memory")
-    func manyPlist() throws {
-        let path = try writeList(
-            count: Self.smallerCount, fileExtension: "plist", header: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<array>\n",
-            footer: "</array>\n</plist>\n"
-        ) { "<string>http://h\($0 % 97).example/\($0).png?a=1&amp;b=2</string>\n" }
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let result = try readAll(path)
-        #expect(result.urls == Self.smallerCount)
-        #expect(result.lastLine == Self.smallerCount + 3)
-        #expect(result.peak <= bound, "peak \(result.peak) bytes")
+    @Test("a JSON list of 1,000,000 URLs is read to the end in bounded memory (resident set)")
+    func millionJSON() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            LinkListScaleTests.readInChild(.json, unbounded: false)
+        }
+        if let result, result.exitStatus != .exitCode(0) {
+            Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
     }
 
-    @Test("a text list of 200,000 URLs is read to the end in bounded memory")
-    func manyText() throws {
-        let path = try writeList(count: Self.smallerCount, fileExtension: "txt", header: "# pin: 1h\n", footer: "") {
-            "http://h\($0 % 97).example/\($0).png\n"
+    @Test("a plist of 200,000 URLs is read to the end in bounded memory (resident set)")
+    func manyPlist() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            LinkListScaleTests.readInChild(.plist, unbounded: false)
         }
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let result = try readAll(path)
-        #expect(result.urls == Self.smallerCount)
-        #expect(result.lastLine == Self.smallerCount + 1)
-        // Text keeps a partial line (up to the URL cap) in its read buffer across reads.
-        #expect(result.peak <= bound, "peak \(result.peak) bytes")
+        if let result, result.exitStatus != .exitCode(0) {
+            Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
+    }
+
+    @Test("a text list of 200,000 URLs is read to the end in bounded memory (resident set)")
+    func manyText() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            LinkListScaleTests.readInChild(.text, unbounded: false)
+        }
+        if let result, result.exitStatus != .exitCode(0) {
+            Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
+    }
+
+    @Test("the margin catches an unbounded read: the JSON list held whole crosses it")
+    func unboundedReadCrossesMargin() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            LinkListScaleTests.readInChild(.json, unbounded: true)
+        }
+        let message = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(message.contains("the resident set grew"), "\(message)")
     }
 }

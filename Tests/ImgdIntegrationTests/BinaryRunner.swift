@@ -22,6 +22,23 @@ enum BinaryRunner {
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: timeout)
     }
 
+    /// The `imgctl` built beside `imgd`.
+    static var imgctlPath: String {
+        URL(fileURLWithPath: imgdPath).deletingLastPathComponent().appendingPathComponent("imgctl").path
+    }
+
+    /// The test process's environment without `IMGD_SOCKET`, which would point imgctl elsewhere.
+    static var imgctlEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["IMGD_SOCKET"] = nil
+        return environment
+    }
+
+    /// Runs `imgctl` with `arguments` in `directory`; kills it if it outlives `timeout`.
+    static func imgctl(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> ChildProcess.Output {
+        try await ChildProcess.run(imgctlPath, arguments, in: directory, environment: imgctlEnvironment, timeout: timeout)
+    }
+
     /// Starts `imgd` and returns it running (output discarded), for tests that stop it by force.
     static func launch(_ arguments: [String], in directory: String) throws -> ChildProcess {
         try ChildProcess(imgdPath, arguments, in: directory)

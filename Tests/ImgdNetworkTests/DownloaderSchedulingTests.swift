@@ -41,22 +41,36 @@ struct DownloaderSchedulingTests {
         }
     }
 
-    @Test("the global cap is never exceeded")
+    @Test("the global cap is never exceeded: three hosts together never hold more requests at once")
     func globalCap() async throws {
+        // The per-host cap equals the global one, so only the global cap keeps three hosts
+        // from holding nine requests at once; the servers count what is in flight themselves.
         let policy = DownloaderFixture.testPolicy {
             $0.maxParallel = 3
             $0.maxPerHost = 3
         }
-        try await withFixture(policy: policy) { fixture in
+        let gauge = InFlightGauge()
+        let server = try await TestHTTPServer.start(gauge: gauge)
+        let others = [try await TestHTTPServer.start(gauge: gauge), try await TestHTTPServer.start(gauge: gauge)]
+        let fixture = try await DownloaderFixture(policy: policy, server: server)
+        do {
+            let servers = [server] + others
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<30 {
-                    let url = try fixture.url("/img/g\(index).png?delay_ms=30")
+                    let url = try ImageURL(servers[index % 3].url("/img/g\(index).png?delay_ms=30"))
                     group.addTask { _ = try await fixture.downloader.fetch(url, priority: .prefetch) }
                 }
                 try await group.waitForAll()
             }
-            #expect(fixture.server.maxInFlight == 3)
+            #expect(gauge.peak == 3, "at most 3 at once over all hosts, and the cap was reached")
+            #expect(servers.map(\.totalRequests) == [10, 10, 10])
+            for each in servers { #expect(each.maxInFlight <= 3) }
+            #expect(gauge.current == 0)
+        } catch {
+            Issue.record(error)
         }
+        for each in others { try await each.shutdown() }
+        try await fixture.close()
     }
 
     @Test("the per-host cap holds for each host while the global cap allows more")
@@ -272,14 +286,40 @@ struct DownloaderRetryTests {
         }
     }
 
-    @Test("429 with Retry-After holds the host until then")
+    @Test("429 with Retry-After holds the host until then: another URL on it waits, another host does not")
     func retryAfter() async throws {
         try await withFixture { fixture in
-            let target = "/flaky/ra.png?fail=1&status=429&retry_after=1"
-            let started = ContinuousClock.now
-            let image = try await fixture.downloader.fetch(fixture.url(target))
-            #expect(image.download?.attempts == 2)
-            #expect(ContinuousClock.now - started >= .seconds(1), "the retry waited for Retry-After")
+            let other = try await TestHTTPServer.start()
+            let target = "/flaky/ra.png?fail=1&status=429&retry_after=5"
+            let sameHost = "/img/same-host.png"
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let started = ContinuousClock.now
+                let flaky = try fixture.url(target)
+                group.addTask {
+                    let image = try await fixture.downloader.fetch(flaky)
+                    #expect(image.download?.attempts == 2)
+                }
+                // The 429 has been answered once the downloader schedules its retry.
+                #expect(await eventually { fixture.downloader.statistics.retries == 1 })
+                let neighbour = try fixture.url(sameHost)
+                group.addTask {
+                    _ = try await fixture.downloader.fetch(neighbour)
+                    #expect(ContinuousClock.now - started >= .seconds(5), "the same host's other URL waited for Retry-After")
+                }
+                // Another host is not held: its image arrives (in milliseconds, well inside the
+                // 5 s hold, long enough for a loaded machine) while the held host has seen no
+                // request for the other URL, nor the retry.
+                let elsewhere = try await fixture.downloader.fetch(ImageURL(other.url("/img/elsewhere.png")))
+                #expect(elsewhere.source == .network)
+                #expect(fixture.server.requestCount(sameHost) == 0, "the held host was asked before Retry-After")
+                #expect(fixture.server.requestCount(target) == 1)
+                try await group.waitForAll()
+            }
+            // After the hold, both were fetched: the retry and the other URL, each once.
+            #expect(fixture.server.requestCount(target) == 2)
+            #expect(fixture.server.requestCount(sameHost) == 1)
+            #expect(other.requestCount("/img/elsewhere.png") == 1)
+            try await other.shutdown()
         }
     }
 

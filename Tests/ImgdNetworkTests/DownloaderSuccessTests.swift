@@ -92,11 +92,26 @@ struct DownloaderSuccessTests {
         }
     }
 
-    @Test("a body labelled Content-Encoding: gzip is stored as sent: imgd never asks for, nor inflates, encodings")
-    func noContentDecoding() async throws {
-        try await withFixture { fixture in
-        let image = try await fixture.downloader.fetch(fixture.url("/gzip-labelled/z.png?w=9&h=9"))
-        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: "/img/z.png?w=9&h=9"))
+    @Test(
+        "a body labelled Content-Encoding: gzip is stored as sent: imgd never asks for, nor inflates, encodings",
+        arguments: [nil, ["h2"], ["http/1.1"]])
+    func noContentDecoding(tlsProtocols: [String]?) async throws {
+        let certificates = try await TestCertificates.shared()
+        let tls = tlsProtocols.map { TestHTTPServer.TLS(certificates.valid, protocols: $0) }
+        let policy = DownloaderFixture.testPolicy { $0.caFile = certificates.caFile }
+        try await withFixture(policy: policy, tls: tls) { fixture in
+            let target = "/gzip-labelled/z.png?w=9&h=9"
+            let image = try await fixture.downloader.fetch(fixture.url(target))
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: "/img/z.png?w=9&h=9"))
+            // Asks for none: the request the server received names no encoding it would accept,
+            // neither for the body (Accept-Encoding) nor for the transfer (TE).
+            let requests = fixture.server.requests.filter { $0.target == target }
+            try #require(requests.count == 1)
+            #expect(!requests[0].headers.isEmpty, "the server saw the request's header fields")
+            #expect(requests[0].values(of: "User-Agent") == [fixture.downloader.policy.userAgent])
+            #expect(requests[0].values(of: "Accept-Encoding").isEmpty, "\(requests[0].headers)")
+            #expect(requests[0].values(of: "TE").isEmpty, "\(requests[0].headers)")
+            #expect(fixture.server.http2Requests == (tlsProtocols == ["h2"] ? 1 : 0))
         }
     }
 

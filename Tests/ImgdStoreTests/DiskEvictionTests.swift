@@ -55,6 +55,9 @@ struct DiskEvictionTests {
             #expect(total > 0)
         }
         #expect(budget.snapshot == DiskBudget.Snapshot(limit: 10_000, stored: 2_000, reserved: 0))
+        // Every change was checked under the budget's lock, not only the moments sampled above.
+        #expect(budget.peakUsed <= 10_000)
+        #expect(budget.peakUsed > 2_000)
         #expect(!budget.tryReserve(8_001))
         #expect(budget.tryReserve(8_000))
     }

@@ -17,6 +17,7 @@ struct ListsCommand: ImgctlSubcommand {
             session.output("no link lists")
             return
         }
+        let now = context.now()
         var table = TableRenderer(header: [
             "NAME", "STATE", "TOTAL", "CACHED", "ALREADY", "FAILED", "PENDING", "SIZE", "CLAIMED",
         ])
@@ -25,7 +26,7 @@ struct ListsCommand: ImgctlSubcommand {
             table.append([
                 list["name"]?.string ?? "?", list["state"]?.string ?? "?", count("total"), count("cached"),
                 count("already_cached"), count("failed"), count("pending"),
-                list["bytes"]?.int.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"]),
+                list["bytes"]?.int.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"], now: now),
             ])
         }
         for line in table.lines() { session.output(line) }

@@ -11,7 +11,9 @@ struct PrometheusRenderer {
     /// Objects whose keys are label values, not field names, with the label's name.
     static let labelledObjects: [String: String] = ["failures": "code"]
 
-    /// HELP texts for the counters `stats` has today, by path; others get a generic one.
+    /// HELP texts for the counters the daemon's `stats` sends today, by path (each one, and no
+    /// other: ImgdIntegrationTests checks a real reply has no counter without its text); a
+    /// counter added later gets a generic one.
     static let descriptions: [String: String] = [
         "downloads": "Images downloaded and stored.",
         "download_bytes": "Bytes of images downloaded and stored.",
@@ -31,8 +33,6 @@ struct PrometheusRenderer {
         "preempted": "Prefetch transfers that gave their slot to an on-demand request or a waiting list (re-queued, not failed).",
         "paced_out": "Transfers ended early because their pace could not finish the declared body in time.",
         "pressure_events": "Memory-pressure events handled.",
-        "lists_done": "Link lists finished with every URL cached.",
-        "lists_failed": "Link lists finished with a failure (or cancelled).",
         "events_dropped": "Events not sent to a slow subscriber.",
     ]
 

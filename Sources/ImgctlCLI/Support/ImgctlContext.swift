@@ -1,3 +1,5 @@
+import ImgdCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +25,9 @@ public struct ImgctlContext {
     /// How often `warm --wait` asks for `lists` (200 ms), and how often it prints a progress
     /// line when stderr is not a terminal (every 10th poll: 2 s).
     var pollInterval: Duration = .milliseconds(200)
+    /// Seconds since 1970 now, for the ages `lists` shows (`claimed_at` 3m 10s ago). A seam for
+    /// tests, whose recorded replies carry the moments of the recording.
+    var now: () -> Double = { Double(WallClock.nowMilliseconds()) / 1000 }
 
     public init(
         environment: [String: String], standardOutput: any OutputSink, standardError: any OutputSink,

@@ -165,12 +165,32 @@ struct DaemonCommands {
                 rejected.append(["url": .string(text), "code": "bad_url", "message": .string("\(error)")])
             }
         }
+        let queued = services.downloader.prefetch(
+            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit,
+            handler: outcomeReporter(pin: pin))
+        guard queued else { throw .queueFull(requests: config.maxQueued, bytes: config.maxQueuedBytes) }
+        logChange("add: \(accepted.count) URLs queued")
+        return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
+    }
+
+    /// The `pin` argument, in milliseconds.
+    private func pinDuration() throws(ControlError) -> Int? {
+        guard let text = try request.optionalString("pin") else { return nil }
+        do {
+            return Int(try Duration.parsing(text).components.seconds) * 1000
+        } catch {
+            throw .invalidArgument(field: "pin", reason: "\(error)")
+        }
+    }
+
+    /// What becomes of a URL queued by `add` or `retry`: a `fetched` or `failed` event, and a
+    /// failure counted by its code in `stats` (as the spool's lists count theirs); a success is
+    /// pinned for `pin` milliseconds when given.
+    private func outcomeReporter(pin: Int? = nil) -> @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void {
         let events = services.events
         let disk = services.disk
         let counters = services.counters
-        let queued = services.downloader.prefetch(
-            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit
-        ) { url, result in
+        return { url, result in
             switch result {
             case .success(let image):
                 if let pin { try? disk.index.pin(image.key, until: WallClock.nowMilliseconds() + pin) }
@@ -184,19 +204,6 @@ struct DaemonCommands {
                 counters.update { $0.failuresByCode[error.code, default: 0] += 1 }
                 events.publish("failed", data: ["url": .string(url.normalized), "code": .string(error.code), "message": .string(error.message)])
             }
-        }
-        guard queued else { throw .queueFull(requests: config.maxQueued, bytes: config.maxQueuedBytes) }
-        logChange("add: \(accepted.count) URLs queued")
-        return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
-    }
-
-    /// The `pin` argument, in milliseconds.
-    private func pinDuration() throws(ControlError) -> Int? {
-        guard let text = try request.optionalString("pin") else { return nil }
-        do {
-            return Int(try Duration.parsing(text).components.seconds) * 1000
-        } catch {
-            throw .invalidArgument(field: "pin", reason: "\(error)")
         }
     }
 
@@ -264,7 +271,13 @@ struct DaemonCommands {
         guard wait else {
             // No task per request: a held token, counted against max-queued like an add's.
             let limit = services.config.withLock { $0.heldRequestLimit }
-            guard downloader.prefetch([url], submitter: .interactive, priority: .onDemand, limit: limit, handler: { _, _ in }) else {
+            // Its failure is counted as a waiting get's is; the reply went out already, so no one
+            // else would hear of it.
+            let counters = services.counters
+            let counted: @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void = { _, result in
+                if case .failure(let error) = result { counters.update { $0.failuresByCode[error.code, default: 0] += 1 } }
+            }
+            guard downloader.prefetch([url], submitter: .interactive, priority: .onDemand, limit: limit, handler: counted) else {
                 throw .queueFull(requests: limit.requests, bytes: limit.bytes)
             }
             return ["pending": true]
@@ -437,7 +450,7 @@ struct DaemonCommands {
             let url = try url()
             let limit = services.config.withLock { $0.heldRequestLimit }
             services.downloader.forgetFailures(of: url)
-            guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: { _, _ in })
+            guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: outcomeReporter())
             else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
             logChange("retry: \(EchoedText.cut(url.normalized))")
             return ["requeued": 1]
@@ -453,7 +466,7 @@ struct DaemonCommands {
         else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
         services.downloader.forgetFailures()
         let urls = remembered.compactMap { try? ImageURL($0.url) }
-        services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch) { _, _ in }
+        services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch, handler: outcomeReporter())
         logChange("retry: \(urls.count) remembered failures")
         return ["requeued": JSONValue(urls.count)]
     }

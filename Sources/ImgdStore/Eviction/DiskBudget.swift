@@ -26,51 +26,71 @@ public final class DiskBudget: Sendable {
         public var excess: Int { max(0, stored + reserved - limit) }
     }
 
-    private let state: Mutex<Snapshot>
+    /// The counts and the most bytes they ever held at once.
+    private struct Counts {
+        var snapshot: Snapshot
+        var peakUsed: Int
+
+        /// Notes a rise of stored + reserved.
+        mutating func noteUse() {
+            peakUsed = max(peakUsed, snapshot.stored + snapshot.reserved)
+        }
+    }
+
+    private let state: Mutex<Counts>
 
     /// A budget of `limit` bytes of which `stored` are already used.
     public init(limit: Int, stored: Int) {
-        state = Mutex(Snapshot(limit: limit, stored: stored, reserved: 0))
+        state = Mutex(Counts(snapshot: Snapshot(limit: limit, stored: stored, reserved: 0), peakUsed: stored))
     }
 
-    public var snapshot: Snapshot { state.withLock { $0 } }
+    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    /// The most stored + reserved bytes there ever were at once, taken at every change under the
+    /// lock (not sampled): what shows the limit held at every moment, not just when looked at.
+    public var peakUsed: Int { state.withLock { $0.peakUsed } }
 
     /// Reserves `bytes` if they fit; false (and nothing reserved) if they do not.
     public func tryReserve(_ bytes: Int) -> Bool {
-        state.withLock { state in
-            guard bytes >= 0, state.stored + state.reserved + bytes <= state.limit else { return false }
-            state.reserved += bytes
+        state.withLock { counts in
+            guard bytes >= 0, counts.snapshot.stored + counts.snapshot.reserved + bytes <= counts.snapshot.limit else { return false }
+            counts.snapshot.reserved += bytes
+            counts.noteUse()
             return true
         }
     }
 
     /// Gives back a reservation that will not be used (a failed or cancelled transfer).
     public func release(_ bytes: Int) {
-        state.withLock { $0.reserved -= bytes }
+        state.withLock { $0.snapshot.reserved -= bytes }
     }
 
     /// Turns a reservation of `reserved` bytes into `stored` stored bytes (the file's real size).
     public func settle(reserved: Int, stored: Int) {
-        state.withLock { state in
-            state.reserved -= reserved
-            state.stored += stored
+        state.withLock { counts in
+            counts.snapshot.reserved -= reserved
+            counts.snapshot.stored += stored
+            counts.noteUse()
         }
     }
 
     /// Stored bytes removed (eviction, a bad entry dropped).
     public func removed(_ bytes: Int) {
-        state.withLock { $0.stored -= bytes }
+        state.withLock { $0.snapshot.stored -= bytes }
     }
 
     /// Starts counting stored bytes afresh at `stored` (the cache folder was re-created empty);
     /// reservations in progress stay.
     public func reset(stored: Int) {
-        state.withLock { $0.stored = stored }
+        state.withLock { counts in
+            counts.snapshot.stored = stored
+            counts.noteUse()
+        }
     }
 
     /// Changes the limit (a reload). Lowering it below what is used leaves ``Snapshot/excess``
     /// for eviction to remove.
     public func setLimit(_ limit: Int) {
-        state.withLock { $0.limit = limit }
+        state.withLock { $0.snapshot.limit = limit }
     }
 }

@@ -1,0 +1,69 @@
+import Foundation
+
+@testable import ImgctlCLI
+
+/// Replies recorded from the real daemon, in `Fixtures/`: `NAME.json` is the `result` of a
+/// command (`status`, `stats`, `lists`, `get`, `get-data`, `failed-list`, …) and
+/// `event-NAME.json` the `data` of an event, each as the daemon sent it. ImgdIntegrationTests
+/// asks a live daemon the same requests and fails when a fixture's field names or value types
+/// no longer match its reply; `IMGD_RECORD_FIXTURES=1` records them anew.
+///
+/// Tests that need other values (a count, a name) change the values of the recorded fields,
+/// never the set of fields: ``value(_:replacing:)``.
+enum RecordedReply {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures").path
+
+    /// The fixture `name`, parsed; a test that names a missing fixture stops with a clear message.
+    static func value(_ name: String) -> JSONValue {
+        guard let data = FileManager.default.contents(atPath: folder + "/" + name + ".json"), let value = JSONValue.parse(data) else {
+            preconditionFailure("no fixture \(name).json in \(folder)")
+        }
+        return value
+    }
+
+    /// The fixture `name` with the values of some of its fields replaced, named by path
+    /// (`cache.bytes`); each field must be one the daemon sends (and so the fixture has), so a
+    /// test cannot invent one.
+    static func value(_ name: String, replacing changes: [String: JSONValue]) -> JSONValue {
+        var result = value(name)
+        for (path, replacement) in changes {
+            result = replaced(result, at: path.split(separator: ".").map(String.init)[...], with: replacement, in: name)
+        }
+        return result
+    }
+
+    private static func replaced(_ value: JSONValue, at path: ArraySlice<String>, with replacement: JSONValue, in name: String) -> JSONValue {
+        guard let key = path.first else { return replacement }
+        guard case .object(var members) = value, let member = members[key] else {
+            preconditionFailure("\(name).json has no field \(key): the daemon does not send it")
+        }
+        members[key] = replaced(member, at: path.dropFirst(), with: replacement, in: name)
+        return .object(members)
+    }
+
+    /// The fixture's compact text, as a scripted server sends it.
+    static func text(_ name: String) -> String { value(name).compactText }
+
+    /// The recorded `lists` entry with these values: what `lists` says of one list.
+    static func list(
+        name: String, state: String, total: Int, cached: Int, alreadyCached: Int, failed: Int, pending: Int, bytes: Int
+    ) -> JSONValue {
+        guard case .array(let entries) = value("lists")["lists"], case .object(var entry) = entries.first else {
+            preconditionFailure("lists.json holds no list")
+        }
+        let changes: [String: JSONValue] = [
+            "name": .string(name), "state": .string(state), "total": .int(total), "cached": .int(cached),
+            "already_cached": .int(alreadyCached), "failed": .int(failed), "pending": .int(pending), "bytes": .int(bytes),
+        ]
+        for (key, replacement) in changes {
+            precondition(entry[key] != nil, "lists.json's entry has no field \(key)")
+            entry[key] = replacement
+        }
+        return .object(entry)
+    }
+
+    /// `{"lists":[ENTRIES]}` as compact text.
+    static func lists(_ entries: [JSONValue]) -> String {
+        JSONValue.object(["lists": .array(entries)]).compactText
+    }
+}
