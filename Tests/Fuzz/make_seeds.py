@@ -25,7 +25,7 @@ def write(target, name, data):
 
 def list_trailer(sizes=(1, 7, 64, 4096), limit=0):
     """Link lists: the limit byte, one pick per read size (index into the target's table), the count."""
-    table = [1, 2, 3, 4, 5, 7, 8, 13, 16, 64, 100, 255, 1024, 4096]
+    table = [1, 2, 3, 4, 5, 7, 8, 13, 16, 64, 100, 255, 1024, 4096, 8192, 65536]
     picks = [table.index(s) for s in sizes]
     return bytes([limit] + list(reversed(picks)) + [len(sizes) - 1])
 

@@ -13,7 +13,8 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Run the daemon (the default when no command is given).",
         discussion: """
             With no flags, everything lives under ./imgd-data (spool/, cache/, state/, imgd.sock); \
-            under systemd, state/ and spool/ in $STATE_DIRECTORY, the cache in $CACHE_DIRECTORY and \
+            under systemd, the state in $STATE_DIRECTORY and the spool in $STATE_DIRECTORY/spool (the \
+            packaged unit passes --spool /var/spool/imgd), the cache in $CACHE_DIRECTORY and \
             imgd.sock in $RUNTIME_DIRECTORY. Each \
             flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
             flags win. SIGHUP reloads the file and applies limits, caps, timeouts, ca-file and \

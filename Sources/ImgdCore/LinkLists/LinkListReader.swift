@@ -78,14 +78,15 @@ public struct LinkListReader: ~Copyable {
         try self.init(fileDescriptor: fd, path: path, format: format, chunkSize: chunkSize)
     }
 
-    /// ``init(fileDescriptor:path:format:)`` with the reads as seams: the buffer's `chunkSize`,
-    /// and the size of each read(2) in turn (`readSizes`, each at most `chunkSize`), which the
+    /// ``init(fileDescriptor:path:format:)`` with the reads as seams: the buffer's `chunkSize`
+    /// (64 KiB when nil), and the size of each read(2) in turn (`readSizes`, each at most `chunkSize`), which the
     /// fuzzer varies to cut the list at random places.
     @_spi(Fuzzing)
     public init(
-        fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int, byteLimit: Int? = nil,
+        fileDescriptor: Int32, path: String, format: LinkListFormat?, chunkSize: Int? = nil, byteLimit: Int? = nil,
         isInterrupted: (@Sendable () -> Bool)? = nil, readSizes: [Int]? = nil
     ) throws(LinkListError) {
+        let chunkSize = chunkSize ?? Self.chunkSize
         var info = stat()
         if fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             close(fileDescriptor)

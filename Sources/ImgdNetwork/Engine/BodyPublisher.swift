@@ -272,6 +272,13 @@ final class BodyPublisher: @unchecked Sendable {
         } catch {
             return .failure(.disk(error.description, outOfSpace: error.isOutOfSpace))
         }
+        // The file must hold every byte written to it. One that holds fewer was cut here, not by
+        // the origin: a disk error, not `truncated` (which would be retried and blamed on the URL).
+        var status = stat()
+        guard fstat(spilled.file.fileDescriptor, &status) == 0, Int(status.st_size) == body.bytes else {
+            spilled.file.discard()
+            return .failure(.disk("the spilled body's file holds \(status.st_size) of the \(body.bytes) bytes written to it", outOfSpace: false))
+        }
         do throws(DownloadError) {
             let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes))
             return .success(image(body, at: try rename(spilled.file, as: body.key), digest: spilled.digest, info: info))

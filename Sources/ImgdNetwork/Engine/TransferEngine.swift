@@ -734,6 +734,8 @@ final class TransferEngine: @unchecked Sendable {
             // A waiting caller must hear back, or its task never ends.
             case .listFailures(let reply): reply([])
             case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
+            // Nothing is cancelled by a stopping engine's leftovers but what stopping cancels anyway.
+            case .cancelURL(_, let reply?): reply(false)
             default: break
             }
         }
