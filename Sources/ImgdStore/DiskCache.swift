@@ -101,9 +101,18 @@ public final class DiskCache: Sendable {
 
     /// Flushes access times, records a clean shutdown and releases the lock. The cache must not
     /// be used afterwards.
+    ///
+    /// The files are made durable first (``CacheDirectory/syncFilesystem()``): a clean shutdown
+    /// means the next start trusts every entry without checking its SHA-256, which is only
+    /// true if a power cut after the stop cannot lose their data. If the sync fails, the
+    /// shutdown is left recorded as unclean, and the next start checks entries before use.
     public func close() throws(SQLiteError) {
         defer { lock.release() }
-        try index.close()
+        if directory.syncFilesystem() {
+            try index.close()
+        } else {
+            try index.flushAccesses()
+        }
     }
 
     private func verify(_ row: IndexEntry, at path: String) -> Bool {
