@@ -291,6 +291,7 @@ class Loop:
             args.imgd, self.data, log_path=args.daemon_log,
             extra_args=["--disk-limit", args.disk_limit, "--max-age", "60s", "--sweep-interval", "1s"])
         self.succeeded = {}      # (name, line) -> the kill it was first seen before
+        self.rows_checked = 0    # index rows whose file was hashed, after the kills and at the end
         self.modes = {}
         self.violations = []
 
@@ -300,7 +301,7 @@ class Loop:
 
     # The loop ---------------------------------------------------------------------------
 
-    def run(self, plans: list, list_dir: str) -> None:
+    def run(self, plans: list, list_dir: str, manifest: dict) -> None:
         kills = self.args.kills
         # Lists are dropped over the loop's first three quarters, so claims and transfers are
         # still going on when most kills come; the first one at the first kill.
@@ -338,8 +339,12 @@ class Loop:
             self.modes[mode] = self.modes.get(mode, 0) + 1
             for key in succeeded(self.state_db):
                 self.succeeded.setdefault(key, kill)
+            # Right after the kill, before a start can check or drop anything: every row names
+            # a whole file, the server's.
+            rows, _ = self.check_cache(manifest, self.args.base_url, f"after kill {kill}")
             log(f"kill {kill}/{kills} ({mode}{', ' + moment if moment else ''}) after "
-                f"{time.monotonic() - started:.2f} s: {len(self.succeeded)} URLs reported succeeded so far")
+                f"{time.monotonic() - started:.2f} s: {len(self.succeeded)} URLs reported succeeded so far, "
+                f"{len(rows)} entries whole")
 
     def choose_mode(self) -> str:
         names = [m for m, _ in MODES]
@@ -423,6 +428,33 @@ class Loop:
         if status != 0:
             self.violation(f"the final SIGTERM stop exited with status {status}")
         return time.monotonic() - started
+
+    def check_cache(self, manifest: dict, base_url: str, when: str) -> tuple:
+        """Every index row's file is the server's file (the daemon is dead or stopped: a row
+        always names a whole file, after a kill too). Returns (rows, their keys)."""
+        base = base_url.rstrip("/") + "/"
+        rows = query(self.index_db, "SELECT url, hex(key), hex(sha256), bytes FROM entries") \
+            if os.path.exists(self.index_db) else []
+        keys = set()
+        for url, key, sha, size in rows:
+            key = key.lower()
+            keys.add(key)
+            rel = url[len(base):] if url.startswith(base) else None
+            served = manifest["good"].get(rel)
+            path = os.path.join(self.cache, key[:2], key)
+            if served is None:
+                self.violation(f"{when}: the index has {url}, which the server does not serve as an image")
+                continue
+            try:
+                with open(path, "rb") as f:
+                    content = f.read()
+            except OSError as error:
+                self.violation(f"{when}: {url}: its file {path} cannot be read: {error}")
+                continue
+            if len(content) != size or hashlib.sha256(content).hexdigest() != served or sha.lower() != served:
+                self.violation(f"{when}: {url}: the cached file ({len(content)} bytes) is not the server's file")
+        self.rows_checked += len(rows)
+        return rows, keys
 
     def check(self, plans: list, manifest: dict, base_url: str) -> dict:
         base = base_url.rstrip("/") + "/"
@@ -509,27 +541,9 @@ class Loop:
         tmp_left = os.listdir(os.path.join(self.cache, "tmp"))
         if tmp_left:
             self.violation(f"{len(tmp_left)} files left in cache/tmp/: {tmp_left[:5]}")
-        rows = query(self.index_db, "SELECT url, hex(key), hex(sha256), bytes FROM entries")
+        rows, keys = self.check_cache(manifest, base_url, "at the end")
         figures["entries"] = len(rows)
         figures["entry_bytes"] = sum(r[3] for r in rows)
-        keys = set()
-        for url, key, sha, size in rows:
-            key = key.lower()
-            keys.add(key)
-            rel = url[len(base):] if url.startswith(base) else None
-            served = manifest["good"].get(rel)
-            path = os.path.join(self.cache, key[:2], key)
-            if served is None:
-                self.violation(f"the index has {url}, which the server does not serve as an image")
-                continue
-            try:
-                with open(path, "rb") as f:
-                    content = f.read()
-            except OSError as error:
-                self.violation(f"{url}: its file {path} cannot be read: {error}")
-                continue
-            if len(content) != size or hashlib.sha256(content).hexdigest() != served or sha.lower() != served:
-                self.violation(f"{url}: the cached file ({len(content)} bytes) is not the server's file")
         orphans = 0
         for bucket in range(256):
             folder = os.path.join(self.cache, f"{bucket:02x}")
@@ -576,7 +590,7 @@ def main() -> None:
     loop = Loop(args)
     log(f"seed {args.seed}: {len(plans)} lists, {sum(len(u) for _, u in plans)} URLs, {args.kills} kills, "
         f"disk-limit {args.disk_limit}")
-    loop.run(plans, args.lists_dir)
+    loop.run(plans, args.lists_dir, manifest)
     finish_s = 0.0
     figures = {}
     if not loop.violations:
@@ -590,7 +604,8 @@ def main() -> None:
           f"{figures.get('cached', 0)} cached, {figures.get('already_cached', 0)} already cached, "
           f"{figures.get('failed', 0)} failed; {len(loop.succeeded)} reported succeeded before a kill")
     print(f"crash-loop: {figures.get('entries', 0)} entries ({figures.get('entry_bytes', 0) / 1048576:.1f} MiB) "
-          f"under disk-limit {args.disk_limit}; {figures.get('files_without_row', 0)} files without a row; "
+          f"under disk-limit {args.disk_limit} at the end; {loop.rows_checked} entries hashed after the kills and "
+          f"at the end; {figures.get('files_without_row', 0)} files without a row; "
           f"fsck: {figures.get('fsck', '-')}")
     print(f"crash-loop: {seconds:.1f} s ({finish_s:.1f} s of it the last run, finishing the lists)")
     if loop.violations:
