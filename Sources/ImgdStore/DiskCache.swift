@@ -1,4 +1,5 @@
 import ImgdCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,6 +23,9 @@ public final class DiskCache: Sendable {
     /// Every eviction made, by reason, and the observer told of each.
     public let evictions = EvictionLedger()
     let lock: CacheLock
+    /// Keys whose file is being published and whose row is not recorded yet, with how many
+    /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).
+    let publishing = Mutex<[CacheKey: Int]>([:])
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30
@@ -91,6 +95,25 @@ public final class DiskCache: Sendable {
     /// changes: the caller still holds its reservations.
     public func record(_ entries: [IndexEntry], releasing reserved: Int = 0) throws(SQLiteError) {
         budget.settle(reserved: reserved, stored: try index.insert(entries))
+    }
+
+    /// Notes that a body of `key` is about to be given its final name; call before anything is
+    /// written under that name, and ``endPublishing(_:)`` once its row is recorded (or the body
+    /// failed). Meanwhile the reconcile does not take a file of that key for one without a row:
+    /// it could otherwise look at an old orphan, find it old, and unlink the new file that
+    /// replaced it in between, whose row would then name no file.
+    public func beginPublishing(_ key: CacheKey) {
+        publishing.withLock { $0[key, default: 0] += 1 }
+    }
+
+    /// Ends ``beginPublishing(_:)`` for each of `keys` (once per call made).
+    public func endPublishing(_ keys: some Sequence<CacheKey>) {
+        publishing.withLock { publishing in
+            for key in keys {
+                guard let count = publishing[key] else { continue }
+                publishing[key] = count > 1 ? count - 1 : nil
+            }
+        }
     }
 
     /// Removes `key`'s row, then its file.

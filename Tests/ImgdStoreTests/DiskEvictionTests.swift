@@ -212,4 +212,39 @@ struct ReconcileTests {
         #expect(FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
         try disk.close()
     }
+
+    @Test("an old orphan whose key is being published again is left alone (the new file may be renamed over it at any moment); once its row is recorded it is an entry")
+    func orphanBeingPublishedIsKept() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let disk = try DiskCache(root: root)
+        // What a kill between a publish and its row's batch leaves: a file without a row, old by
+        // the time the next run's reconcile looks, while that run fetches the URL again.
+        let url = try ImageURL("http://example.com/again.png")
+        let content = [UInt8](repeating: 7, count: 40)
+        _ = try disk.directory.publishNew(content, as: url.cacheKey)
+        let later = WallClock.nowMilliseconds() + 120_000
+        disk.beginPublishing(url.cacheKey)
+        var cursor = ReconcileCursor()
+        var removed = 0
+        while !cursor.isFinished { removed += try disk.reconcile(&cursor, now: later).filesWithoutRow }
+        #expect(removed == 0)
+        #expect(FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
+        // The publish ends with its row: an entry, whole.
+        try disk.record([IndexEntry(
+            key: url.cacheKey, url: url.normalized, bytes: 40, sha256: SHA256Digest(of: content), format: .png,
+            width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil, fetchedAt: 1, lastAccess: 1)])
+        disk.endPublishing([url.cacheKey])
+        #expect(disk.lookup(url.cacheKey) != nil)
+        // Without a publish in progress, the same old orphan is removed.
+        let other = try ImageURL("http://example.com/orphan.png")
+        _ = try disk.directory.publishNew(content, as: other.cacheKey)
+        cursor = ReconcileCursor()
+        removed = 0
+        while !cursor.isFinished { removed += try disk.reconcile(&cursor, now: later).filesWithoutRow }
+        #expect(removed == 1)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: other.cacheKey)))
+        #expect(disk.lookup(url.cacheKey) != nil)
+        try disk.close()
+    }
 }

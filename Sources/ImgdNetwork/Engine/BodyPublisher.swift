@@ -151,6 +151,8 @@ final class BodyPublisher: @unchecked Sendable {
     /// A spilled body is finished on its lane, after its chunks, and its result then joins the
     /// batch on the publisher's queue.
     func publish(_ body: ArrivedBody, moreExpected: Bool) {
+        // Before its final name is written; ended in `commit()`, whatever the outcome.
+        disk.beginPublishing(body.key)
         waiting.add(1, ordering: .relaxed)
         uncommitted.add(1, ordering: .relaxed)
         latestMoreExpected.store(moreExpected, ordering: .relaxed)
@@ -221,6 +223,7 @@ final class BodyPublisher: @unchecked Sendable {
             }
         }
         for reservation in pendingReservations { reservation.release() }  // a no-op once settled
+        disk.endPublishing(outcomes.map(\.key))
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
         pendingReservations.removeAll(keepingCapacity: true)
