@@ -99,9 +99,10 @@ public final class DiskCache: Sendable {
 
     /// Notes that a body of `key` is about to be given its final name; call before anything is
     /// written under that name, and ``endPublishing(_:)`` once its row is recorded (or the body
-    /// failed). Meanwhile the reconcile does not take a file of that key for one without a row:
-    /// it could otherwise look at an old orphan, find it old, and unlink the new file that
-    /// replaced it in between, whose row would then name no file.
+    /// failed). Meanwhile no file of that key is unlinked by anything else: the reconcile (an old
+    /// file without a row), an eviction or the age sweep (just after removing the key's row), a
+    /// lookup that found it bad. Each could otherwise unlink the new file that replaced the old
+    /// one in between, and its row, committed after, would name no file.
     public func beginPublishing(_ key: CacheKey) {
         publishing.withLock { $0[key, default: 0] += 1 }
     }
@@ -119,7 +120,18 @@ public final class DiskCache: Sendable {
     /// Removes `key`'s row, then its file.
     public func drop(_ key: CacheKey) {
         if let bytes = try? index.remove([key]) { budget.removed(bytes) }
-        unlink(directory.path(for: key))
+        removeFile(of: key)
+    }
+
+    /// Unlinks `key`'s file after its row was removed, unless a body of that key is being
+    /// published: once the row is gone the key is a miss, and a fetch of it may write a new file
+    /// under the name at any moment, whose row follows; unlinking that one would leave its row
+    /// naming no file. A file left so is replaced by the publish (or, if that fails, is a file
+    /// without a row, which the reconcile removes).
+    func removeFile(of key: CacheKey) {
+        publishing.withLock { publishing in
+            if publishing[key] == nil { unlink(directory.path(for: key)) }
+        }
     }
 
     /// Flushes access times, records a clean shutdown and releases the lock. The cache must not

@@ -151,6 +151,67 @@ struct DiskEvictionTests {
     }
 }
 
+@Suite("Removals beside a publish of the same key")
+struct RemovalDuringPublishTests {
+    /// A cache with `url`'s entry recorded (row and file), last used long ago.
+    private static func cacheWithOldEntry(_ url: ImageURL) throws -> (DiskCache, String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-publish-race-\(UUID().uuidString)").path
+        let disk = try DiskCache(root: root)
+        let old = [UInt8](repeating: 1, count: 30)
+        _ = try disk.directory.publishNew(old, as: url.cacheKey)
+        try disk.record([entry(url, old)])
+        return (disk, root)
+    }
+
+    private static func entry(_ url: ImageURL, _ content: [UInt8]) -> IndexEntry {
+        IndexEntry(
+            key: url.cacheKey, url: url.normalized, bytes: content.count, sha256: SHA256Digest(of: content), format: .png,
+            width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil, fetchedAt: 1, lastAccess: 1)
+    }
+
+    /// The new body of a fetch, renamed over the old file, its row not recorded yet.
+    private static func publishNewBody(_ url: ImageURL, in disk: DiskCache) throws -> [UInt8] {
+        let new = [UInt8](repeating: 2, count: 45)
+        disk.beginPublishing(url.cacheKey)
+        let file = try disk.directory.makeTempFile(for: url.cacheKey)
+        try file.write(new)
+        try disk.directory.publish(file, as: url.cacheKey)
+        return new
+    }
+
+    @Test("the age sweep, an eviction or a bad lookup that removes a key's row while a new body of it is being published leaves the new file for its row")
+    func removalsSpareTheNewFile() throws {
+        for removal in ["age", "evict", "drop"] {
+            let url = try ImageURL("http://example.com/\(removal).png")
+            let (disk, root) = try Self.cacheWithOldEntry(url)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let new = try Self.publishNewBody(url, in: disk)
+            switch removal {
+            case "age": #expect(try disk.evictExpired(accessedBefore: WallClock.nowMilliseconds()).files == 1)
+            case "evict": #expect(try disk.evict([url.cacheKey]).files == 1)
+            default: disk.drop(url.cacheKey)
+            }
+            // The publish ends: its row is recorded, and names the new file, whole.
+            try disk.record([Self.entry(url, new)])
+            disk.endPublishing([url.cacheKey])
+            let found = disk.lookup(url.cacheKey)
+            #expect(found?.entry.bytes == new.count, "after \(removal)")
+            #expect(FileManager.default.contents(atPath: disk.directory.path(for: url.cacheKey)).map(Array.init) == new, "after \(removal)")
+            try disk.close()
+        }
+    }
+
+    @Test("with no publish of the key, a removal takes the file with the row")
+    func removalWithoutPublishTakesTheFile() throws {
+        let url = try ImageURL("http://example.com/alone.png")
+        let (disk, root) = try Self.cacheWithOldEntry(url)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(try disk.evictExpired(accessedBefore: WallClock.nowMilliseconds()).files == 1)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
+        try disk.close()
+    }
+}
+
 @Suite("Background reconcile")
 struct ReconcileTests {
     @Test("slices remove rows without files and files without rows, and keep everything else")

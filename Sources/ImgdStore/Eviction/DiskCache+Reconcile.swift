@@ -56,7 +56,7 @@ extension DiskCache {
             let missing = slice.filter { !inFlight.contains($0.key) && directory.existingSize(of: $0.key) != $0.bytes }
                 .map(\.key)
             self.budget.removed(try index.remove(missing))
-            for key in missing { unlink(directory.path(for: key)) }
+            for key in missing { removeFile(of: key) }
             report.rowsWithoutFile += missing.count
         }
         while cursor.rowsDone, cursor.bucket < 256, spent < budget {
