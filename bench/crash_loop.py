@@ -191,10 +191,15 @@ def copy_db(path: str, into: str) -> str:
     return target
 
 
-def query(path: str, sql: str, args=()) -> list:
+def query(path: str, sql: str, args=(), table: str = None) -> list:
+    """Rows of `sql` on a copy of the database; [] when `table` is given and does not exist yet
+    (a kill before the daemon made its schema)."""
     with tempfile.TemporaryDirectory(prefix="crash-db-") as scratch:
         connection = sqlite3.connect(copy_db(path, scratch))
         try:
+            if table and not connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchall():
+                return []
             return connection.execute(sql, args).fetchall()
         finally:
             connection.close()
@@ -205,7 +210,7 @@ def succeeded(state_db: str) -> set:
     if not os.path.exists(state_db):
         return set()
     rows = query(state_db, """SELECT l.name, u.line FROM list_urls u JOIN lists l ON l.id = u.list_id
-                              WHERE u.state IN (1, 2)""")
+                              WHERE u.state IN (1, 2)""", table="list_urls")
     return {(name, line) for name, line in rows}
 
 
@@ -217,8 +222,11 @@ def age_entries(index_db: str, rng: random.Random) -> int:
     connection = sqlite3.connect(index_db, timeout=10)
     try:
         share = rng.choice((2, 3, 4))
-        cursor = connection.execute(
-            "UPDATE entries SET last_access = last_access - 7200000 WHERE abs(random()) % ? = 0", (share,))
+        try:
+            cursor = connection.execute(
+                "UPDATE entries SET last_access = last_access - 7200000 WHERE abs(random()) % ? = 0", (share,))
+        except sqlite3.OperationalError:
+            return 0  # no entries table yet: killed before its schema was made
         connection.commit()
         return cursor.rowcount
     finally:
@@ -433,7 +441,7 @@ class Loop:
         """Every index row's file is the server's file (the daemon is dead or stopped: a row
         always names a whole file, after a kill too). Returns (rows, their keys)."""
         base = base_url.rstrip("/") + "/"
-        rows = query(self.index_db, "SELECT url, hex(key), hex(sha256), bytes FROM entries") \
+        rows = query(self.index_db, "SELECT url, hex(key), hex(sha256), bytes FROM entries", table="entries") \
             if os.path.exists(self.index_db) else []
         keys = set()
         for url, key, sha, size in rows:
