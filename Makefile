@@ -11,7 +11,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
-.PHONY: run test build deps test-deps bench bench-abuse clean fuzz test-tsan test-asan
+.PHONY: run test build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
@@ -72,6 +72,14 @@ bench: deps
 ABUSE_ARGS ?=
 bench-abuse: deps
 	bench/abuse-load.sh $(ABUSE_ARGS)
+
+# The crash loop (needs root: a loop mount, nginx): imgd killed with SIGKILL CRASH_KILLS times at
+# random moments, then the end state checked (fsck, every file's SHA-256, every list's report,
+# no success lost, no leftovers); exit status 1 on any violation. IMGD=path uses that binary
+# (release or debug) instead of building .build/release/imgd. CI runs CRASH_KILLS=10.
+CRASH_KILLS ?= 100
+crash-loop: deps
+	bench/crash-loop.sh --kills $(CRASH_KILLS)
 
 clean:
 	rm -rf .build imgd-data

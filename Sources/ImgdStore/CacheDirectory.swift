@@ -81,6 +81,27 @@ public final class CacheDirectory: Sendable {
     private var rootDescriptor: Int32 { descriptors.withLock { $0.root } }
     private var tempDescriptor: Int32 { descriptors.withLock { $0.temp } }
 
+    // MARK: - Durability
+
+    /// Asks the kernel to write to the disk everything written so far on the cache's filesystem
+    /// (`syncfs(2)`): published files' data and names included. True when it did; false when it
+    /// failed or the C library has no `syncfs`.
+    ///
+    /// A publish never fsyncs (an fsync per image would cost more than its download), so a
+    /// power cut can lose a file's data under a committed row; the index then checks contents
+    /// after the unclean start. A clean stop calls this before it records the clean stop, so
+    /// that record never vouches for data still in memory.
+    public func syncFilesystem() -> Bool {
+        guard let syncfs = Self.syncfs else { return false }
+        return syncfs(rootDescriptor) == 0
+    }
+
+    private typealias SyncFunction = @convention(c) (Int32) -> Int32
+
+    /// glibc's `syncfs`, found once: Swift's Glibc module does not declare it (a GNU extension).
+    /// A nil handle is the global symbol scope (`RTLD_DEFAULT`, which Swift does not import).
+    private static let syncfs: SyncFunction? = dlsym(nil, "syncfs").map { unsafeBitCast($0, to: SyncFunction.self) }
+
     // MARK: - Health
 
     /// True while the folder we hold open is still the one at ``root`` (not removed, renamed

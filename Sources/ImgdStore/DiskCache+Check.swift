@@ -47,7 +47,7 @@ extension DiskCache {
                 }
             }
             budget.removed(try index.remove(dropped))
-            for key in dropped { unlink(directory.path(for: key)) }
+            for key in dropped { removeFile(of: key) }
             report.removed += dropped.count
         }
         if removingOrphans { report.orphanFiles = removeFiles(notIn: known) }

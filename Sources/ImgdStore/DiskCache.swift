@@ -1,4 +1,5 @@
 import ImgdCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,6 +23,9 @@ public final class DiskCache: Sendable {
     /// Every eviction made, by reason, and the observer told of each.
     public let evictions = EvictionLedger()
     let lock: CacheLock
+    /// Keys whose file is being published and whose row is not recorded yet, with how many
+    /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).
+    let publishing = Mutex<[CacheKey: Int]>([:])
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30
@@ -93,17 +97,57 @@ public final class DiskCache: Sendable {
         budget.settle(reserved: reserved, stored: try index.insert(entries))
     }
 
+    /// Notes that a body of `key` is about to be given its final name; call before anything is
+    /// written under that name, and ``endPublishing(_:)`` once its row is recorded (or the body
+    /// failed). Meanwhile no file of that key is unlinked by anything else: the reconcile (an old
+    /// file without a row), an eviction or the age sweep (just after removing the key's row), a
+    /// lookup that found it bad. Each could otherwise unlink the new file that replaced the old
+    /// one in between, and its row, committed after, would name no file.
+    public func beginPublishing(_ key: CacheKey) {
+        publishing.withLock { $0[key, default: 0] += 1 }
+    }
+
+    /// Ends ``beginPublishing(_:)`` for each of `keys` (once per call made).
+    public func endPublishing(_ keys: some Sequence<CacheKey>) {
+        publishing.withLock { publishing in
+            for key in keys {
+                guard let count = publishing[key] else { continue }
+                publishing[key] = count > 1 ? count - 1 : nil
+            }
+        }
+    }
+
     /// Removes `key`'s row, then its file.
     public func drop(_ key: CacheKey) {
         if let bytes = try? index.remove([key]) { budget.removed(bytes) }
-        unlink(directory.path(for: key))
+        removeFile(of: key)
+    }
+
+    /// Unlinks `key`'s file after its row was removed, unless a body of that key is being
+    /// published: once the row is gone the key is a miss, and a fetch of it may write a new file
+    /// under the name at any moment, whose row follows; unlinking that one would leave its row
+    /// naming no file. A file left so is replaced by the publish (or, if that fails, is a file
+    /// without a row, which the reconcile removes).
+    func removeFile(of key: CacheKey) {
+        publishing.withLock { publishing in
+            if publishing[key] == nil { unlink(directory.path(for: key)) }
+        }
     }
 
     /// Flushes access times, records a clean shutdown and releases the lock. The cache must not
     /// be used afterwards.
+    ///
+    /// The files are made durable first (``CacheDirectory/syncFilesystem()``): a clean shutdown
+    /// means the next start trusts every entry without checking its SHA-256, which is only
+    /// true if a power cut after the stop cannot lose their data. If the sync fails, the
+    /// shutdown is left recorded as unclean, and the next start checks entries before use.
     public func close() throws(SQLiteError) {
         defer { lock.release() }
-        try index.close()
+        if directory.syncFilesystem() {
+            try index.close()
+        } else {
+            try index.flushAccesses()
+        }
     }
 
     private func verify(_ row: IndexEntry, at path: String) -> Bool {

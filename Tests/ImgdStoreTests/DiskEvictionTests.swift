@@ -154,6 +154,67 @@ struct DiskEvictionTests {
     }
 }
 
+@Suite("Removals beside a publish of the same key", .timeLimit(.minutes(5)))
+struct RemovalDuringPublishTests {
+    /// A cache with `url`'s entry recorded (row and file), last used long ago.
+    private static func cacheWithOldEntry(_ url: ImageURL) throws -> (DiskCache, String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-publish-race-\(UUID().uuidString)").path
+        let disk = try DiskCache(root: root)
+        let old = [UInt8](repeating: 1, count: 30)
+        _ = try disk.directory.publishNew(old, as: url.cacheKey)
+        try disk.record([entry(url, old)])
+        return (disk, root)
+    }
+
+    private static func entry(_ url: ImageURL, _ content: [UInt8]) -> IndexEntry {
+        IndexEntry(
+            key: url.cacheKey, url: url.normalized, bytes: content.count, sha256: SHA256Digest(of: content), format: .png,
+            width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil, fetchedAt: 1, lastAccess: 1)
+    }
+
+    /// The new body of a fetch, renamed over the old file, its row not recorded yet.
+    private static func publishNewBody(_ url: ImageURL, in disk: DiskCache) throws -> [UInt8] {
+        let new = [UInt8](repeating: 2, count: 45)
+        disk.beginPublishing(url.cacheKey)
+        let file = try disk.directory.makeTempFile(for: url.cacheKey)
+        try file.write(new)
+        try disk.directory.publish(file, as: url.cacheKey)
+        return new
+    }
+
+    @Test("the age sweep, an eviction or a bad lookup that removes a key's row while a new body of it is being published leaves the new file for its row")
+    func removalsSpareTheNewFile() throws {
+        for removal in ["age", "evict", "drop"] {
+            let url = try ImageURL("http://example.com/\(removal).png")
+            let (disk, root) = try Self.cacheWithOldEntry(url)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let new = try Self.publishNewBody(url, in: disk)
+            switch removal {
+            case "age": #expect(try disk.evictExpired(accessedBefore: WallClock.nowMilliseconds()).files == 1)
+            case "evict": #expect(try disk.evict([url.cacheKey]).files == 1)
+            default: disk.drop(url.cacheKey)
+            }
+            // The publish ends: its row is recorded, and names the new file, whole.
+            try disk.record([Self.entry(url, new)])
+            disk.endPublishing([url.cacheKey])
+            let found = disk.lookup(url.cacheKey)
+            #expect(found?.entry.bytes == new.count, "after \(removal)")
+            #expect(FileManager.default.contents(atPath: disk.directory.path(for: url.cacheKey)).map(Array.init) == new, "after \(removal)")
+            try disk.close()
+        }
+    }
+
+    @Test("with no publish of the key, a removal takes the file with the row")
+    func removalWithoutPublishTakesTheFile() throws {
+        let url = try ImageURL("http://example.com/alone.png")
+        let (disk, root) = try Self.cacheWithOldEntry(url)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(try disk.evictExpired(accessedBefore: WallClock.nowMilliseconds()).files == 1)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
+        try disk.close()
+    }
+}
+
 @Suite("Background reconcile", .timeLimit(.minutes(5)))
 struct ReconcileTests {
     @Test("slices remove rows without files and files without rows, and keep everything else")
@@ -213,6 +274,41 @@ struct ReconcileTests {
         while !cursor.isFinished { removed += try disk.reconcile(&cursor).filesWithoutRow }
         #expect(removed == 0)
         #expect(FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
+        try disk.close()
+    }
+
+    @Test("an old orphan whose key is being published again is left alone (the new file may be renamed over it at any moment); once its row is recorded it is an entry")
+    func orphanBeingPublishedIsKept() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let disk = try DiskCache(root: root)
+        // What a kill between a publish and its row's batch leaves: a file without a row, old by
+        // the time the next run's reconcile looks, while that run fetches the URL again.
+        let url = try ImageURL("http://example.com/again.png")
+        let content = [UInt8](repeating: 7, count: 40)
+        _ = try disk.directory.publishNew(content, as: url.cacheKey)
+        let later = WallClock.nowMilliseconds() + 120_000
+        disk.beginPublishing(url.cacheKey)
+        var cursor = ReconcileCursor()
+        var removed = 0
+        while !cursor.isFinished { removed += try disk.reconcile(&cursor, now: later).filesWithoutRow }
+        #expect(removed == 0)
+        #expect(FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)))
+        // The publish ends with its row: an entry, whole.
+        try disk.record([IndexEntry(
+            key: url.cacheKey, url: url.normalized, bytes: 40, sha256: SHA256Digest(of: content), format: .png,
+            width: 1, height: 1, etag: nil, lastModified: nil, contentType: nil, fetchedAt: 1, lastAccess: 1)])
+        disk.endPublishing([url.cacheKey])
+        #expect(disk.lookup(url.cacheKey) != nil)
+        // Without a publish in progress, the same old orphan is removed.
+        let other = try ImageURL("http://example.com/orphan.png")
+        _ = try disk.directory.publishNew(content, as: other.cacheKey)
+        cursor = ReconcileCursor()
+        removed = 0
+        while !cursor.isFinished { removed += try disk.reconcile(&cursor, now: later).filesWithoutRow }
+        #expect(removed == 1)
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: other.cacheKey)))
+        #expect(disk.lookup(url.cacheKey) != nil)
         try disk.close()
     }
 }

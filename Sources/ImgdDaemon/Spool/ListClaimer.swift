@@ -224,6 +224,15 @@ final class ListClaimer: Sendable {
             log("stopping: list \(name) left in the spool, to be claimed at the next start")
             return
         }
+        // The URLs on disk before the file leaves the spool: commits are not synced (WAL,
+        // synchronous NORMAL), and after a power cut the move (journaled metadata) could be
+        // found done with the rows lost, a list in `.claimed/` that nothing resumes. One fsync
+        // per list. If it fails the move still happens: a kill cannot lose the rows anyway.
+        do {
+            try store.checkpoint()
+        } catch {
+            log("cannot sync the state database before moving list \(name) to .claimed/: \(error)", level: .warning)
+        }
         guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
             log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
             try? store.abandonClaim(list: record.id)

@@ -342,8 +342,9 @@ public final class ListStore: Sendable {
         }
     }
 
-    /// Writes the WAL back into the database and empties it: after a pass of pruning, so the
-    /// deletes do not stay in the WAL until the next automatic checkpoint.
+    /// Writes the WAL back into the database and empties it, syncing both: after a pass of
+    /// pruning, so the deletes do not stay in the WAL until the next automatic checkpoint, and
+    /// before a claimed list leaves the spool, so its URLs are on disk before its file moves.
     public func checkpoint() throws(SQLiteError) {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -484,10 +485,11 @@ public final class ListStore: Sendable {
     }
 
     /// Puts the failed URLs of `list` back to pending (except bad lines and a broken list's
-    /// syntax, which would fail the same way). Returns how many, or nil when the list is not
-    /// recorded any more: retired by the pruner since it was looked up (its URL rows may still be
-    /// there, being deleted; they are left alone). The check and the requeue are one transaction,
-    /// so a list is either requeued (and `active`: never retired) or not touched.
+    /// syntax, which would fail the same way) and forgets the name its file had in `done/` or
+    /// `failed/` (it finishes again under the first free one). Returns how many, or nil when the
+    /// list is not recorded any more: retired by the pruner since it was looked up (its URL rows
+    /// may still be there, being deleted; they are left alone). The check and the requeue are one
+    /// transaction, so a list is either requeued (and `active`: never retired) or not touched.
     public func requeueFailures(list: Int) throws(SQLiteError) -> Int? {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) -> Int? in
@@ -505,7 +507,7 @@ public final class ListStore: Sendable {
                 // Nothing to fetch again: the list stays finished.
                 guard changed > 0 else { return 0 }
                 let count = try connection.statement(
-                    "UPDATE lists SET pending = pending + ?2, failed = failed - ?2, state = 'active', finished_at = NULL WHERE id = ?1")
+                    "UPDATE lists SET pending = pending + ?2, failed = failed - ?2, state = 'active', finished_at = NULL, finished_file = NULL WHERE id = ?1")
                 count.bind(1, list)
                 count.bind(2, changed)
                 try count.step()
@@ -523,6 +525,17 @@ public final class ListStore: Sendable {
             statement.bind(2, state.rawValue)
             statement.bind(3, time)
             statement.bind(4, file)
+            try statement.step()
+        }
+    }
+
+    /// Records the name `list`'s file will have in `done/` or `failed/`, before it moves there:
+    /// a kill between the move and the report then finds, at the restart, which file is its.
+    public func setFinishedFile(list: Int, file: String) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET finished_file = ?2 WHERE id = ?1")
+            statement.bind(1, list)
+            statement.bind(2, file)
             try statement.step()
         }
     }

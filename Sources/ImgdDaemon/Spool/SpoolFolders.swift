@@ -187,6 +187,32 @@ final class SpoolFolders: Sendable {
         }
     }
 
+    /// The first of `name`, `stem.2.ext`, `stem.3.ext`, … that neither a file nor a report
+    /// (`NAME.report.json`) has in `folder`: the name a finishing list will take there, chosen
+    /// (and recorded) before its file moves. Only the daemon writes in `done/` and `failed/`, and
+    /// only the spool's queue finishes lists, so a name free now is still free at the move.
+    func freeName(for name: String, in folder: Int32) -> String {
+        var candidate = name
+        var attempt = 1
+        var info = stat()
+        while attempt < 1000,
+            fstatat(folder, candidate, &info, AT_SYMLINK_NOFOLLOW) == 0
+                || fstatat(folder, candidate + ListReportWriter.suffix, &info, AT_SYMLINK_NOFOLLOW) == 0
+        {
+            attempt += 1
+            candidate = Self.numbered(name, attempt)
+        }
+        return candidate
+    }
+
+    /// True when `old` in `from` and `new` in `to` are one regular file (device and inode).
+    static func isSameFile(_ from: Int32, _ old: UnsafePointer<CChar>, _ to: Int32, _ new: String) -> Bool {
+        var source = stat(), target = stat()
+        guard fstatat(from, old, &source, AT_SYMLINK_NOFOLLOW) == 0, fstatat(to, new, &target, AT_SYMLINK_NOFOLLOW) == 0
+        else { return false }
+        return (source.st_mode & S_IFMT) == S_IFREG && source.st_dev == target.st_dev && source.st_ino == target.st_ino
+    }
+
     /// `a.txt` → `a.2.txt`; `a` → `a.2`.
     static func numbered(_ name: String, _ number: Int) -> String {
         if let dot = name.lastIndex(of: "."), dot != name.startIndex {
@@ -205,7 +231,15 @@ final class SpoolFolders: Sendable {
             unlinkat(from, old, 0)
             return true
         }
-        guard errno == EPERM else { return false }
+        // The target is the file itself: a move that a kill cut between its link and its
+        // unlink, tried again after the restart. Finish it rather than make a second name.
+        let code = errno
+        if code == EEXIST, isSameFile(from, old, to, new) {
+            unlinkat(from, old, 0)
+            return true
+        }
+        errno = code
+        guard code == EPERM else { return false }
         var info = stat()
         if fstatat(to, new, &info, AT_SYMLINK_NOFOLLOW) == 0 {
             errno = EEXIST

@@ -251,6 +251,9 @@ public final class SpoolService: @unchecked Sendable {
             case .claiming:
                 var info = stat()
                 if fstatat(folders.claimed, record.claimedFile, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+                    // Killed between the move's link and its unlink: the spool still has the
+                    // file under its dropped name, which would be refused as a hard link.
+                    if info.st_nlink > 1 { removeSpoolLinks(to: info) }
                     try? store.finishClaim(list: record.id)
                     startRun(record)
                 } else {
@@ -265,6 +268,26 @@ public final class SpoolService: @unchecked Sendable {
         }
         if !runs.isEmpty { log("resuming \(runs.count) list(s) claimed before the last stop") }
         pump()
+    }
+
+    /// Removes the names in the spool folder itself that are `file` (same device and inode):
+    /// what a claim's move to `.claimed/` left when a kill came between its link and its unlink.
+    private func removeSpoolLinks(to file: stat) {
+        guard let handle = opendir(folders.path) else { return }
+        defer { closedir(handle) }
+        var names: [SpoolEntryName] = []
+        while let entry = readdir(handle) {
+            // The name's bytes as they are: a name that is not UTF-8 is still a name.
+            names.append(withUnsafeBytes(of: entry.pointee.d_name) { SpoolEntryName(bytes: $0.prefix { $0 != 0 }) })
+        }
+        for name in names {
+            var info = stat()
+            guard name.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0,
+                (info.st_mode & S_IFMT) == S_IFREG, info.st_dev == file.st_dev, info.st_ino == file.st_ino
+            else { continue }
+            _ = name.withCString { unlinkat(folders.spool, $0, 0) }
+            log("removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already")
+        }
     }
 
     /// On the queue: a list the claimer has moved to `.claimed/` starts warming, or, when it was
@@ -397,8 +420,19 @@ public final class SpoolService: @unchecked Sendable {
         record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
         record.finishedAt = WallClock.nowMilliseconds()
         let destination = record.state == .done ? folders.done : folders.failed
-        // Named after the list, within NAME_MAX with its report's suffix (a long name is shortened).
-        let fileName = SpoolEntryName.fileName(for: record.name)
+        // Named after the list, within NAME_MAX with its report's suffix (a long name is
+        // shortened), numbered when a finished list has that name there. The name is recorded
+        // before the move: after a kill between the move and the report, the file is no longer
+        // in `.claimed/`, and the report must go beside this list's file, not replace the
+        // report of the list that has the unnumbered name. (`retry` forgets the name a list
+        // had: it finishes again under the first free one.)
+        let fileName: String
+        if let chosen = record.finishedFile {
+            fileName = chosen
+        } else {
+            fileName = folders.freeName(for: SpoolEntryName.fileName(for: record.name), in: destination)
+            try? store.setFinishedFile(list: id, file: fileName)
+        }
         let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: fileName) ?? fileName
         reports.writeReport(for: record, as: moved, in: destination)
         try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)

@@ -151,6 +151,8 @@ final class BodyPublisher: @unchecked Sendable {
     /// A spilled body is finished on its lane, after its chunks, and its result then joins the
     /// batch on the publisher's queue.
     func publish(_ body: ArrivedBody, moreExpected: Bool) {
+        // Before its final name is written; ended in `commit()`, whatever the outcome.
+        disk.beginPublishing(body.key)
         waiting.add(1, ordering: .relaxed)
         uncommitted.add(1, ordering: .relaxed)
         latestMoreExpected.store(moreExpected, ordering: .relaxed)
@@ -207,11 +209,16 @@ final class BodyPublisher: @unchecked Sendable {
         isCommitScheduled = false
         guard !pendingOutcomes.isEmpty else { return }
         var outcomes = pendingOutcomes
+        let keys = outcomes.map(\.key)
+        var published = true
         do {
             // Recorded files now count as stored: the space held for them goes back at once.
             try disk.record(pendingRows, releasing: pendingReservations.reduce(0) { $0 + $1.bytes })
             for reservation in pendingReservations { reservation.settled() }
         } catch {
+            // Unrecorded: their publishes end here, so that the drops below remove their files.
+            disk.endPublishing(keys)
+            published = false
             outcomes = outcomes.map { outcome in
                 guard case .success(let image) = outcome.result else { return outcome }
                 disk.drop(image.key)
@@ -221,6 +228,7 @@ final class BodyPublisher: @unchecked Sendable {
             }
         }
         for reservation in pendingReservations { reservation.release() }  // a no-op once settled
+        if published { disk.endPublishing(keys) }
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
         pendingReservations.removeAll(keepingCapacity: true)

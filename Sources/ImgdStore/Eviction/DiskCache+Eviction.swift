@@ -71,7 +71,7 @@ extension DiskCache {
         guard !victims.isEmpty else { return EvictionPass() }
         let bytes = try index.remove(victims.map(\.key))
         budget.removed(bytes)
-        for victim in victims { unlink(directory.path(for: victim.key)) }
+        for victim in victims { removeFile(of: victim.key) }
         evictions.record(Eviction(reason: reason, files: victims.count, bytes: bytes))
         return EvictionPass(files: victims.count, bytes: bytes)
     }

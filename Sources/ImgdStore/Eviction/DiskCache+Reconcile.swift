@@ -50,9 +50,13 @@ extension DiskCache {
             }
             cursor.afterKey = last.key
             spent += slice.count
-            let missing = slice.filter { directory.existingSize(of: $0.key) != $0.bytes }.map(\.key)
+            // A key being published may have a new file of another size in place and its new
+            // row on the way: not a row without its file.
+            let inFlight = publishing.withLock { Set($0.keys) }
+            let missing = slice.filter { !inFlight.contains($0.key) && directory.existingSize(of: $0.key) != $0.bytes }
+                .map(\.key)
             self.budget.removed(try index.remove(missing))
-            for key in missing { unlink(directory.path(for: key)) }
+            for key in missing { removeFile(of: key) }
             report.rowsWithoutFile += missing.count
         }
         while cursor.rowsDone, cursor.bucket < 256, spent < budget {
@@ -65,11 +69,14 @@ extension DiskCache {
                     if unlink(folder + "/" + name) == 0 { report.filesWithoutRow += 1 }
                     continue
                 }
-                if try index.entry(for: key) == nil, Self.modified(folder + "/" + name, before: now - orphanGrace),
-                    unlink(folder + "/" + name) == 0
-                {
-                    report.filesWithoutRow += 1
+                guard try index.entry(for: key) == nil else { continue }
+                // Looked at and removed under the lock a publish takes first: the file unlinked
+                // is the old one looked at, never a new one renamed over it in between.
+                let removed = publishing.withLock { publishing in
+                    publishing[key] == nil && Self.modified(folder + "/" + name, before: now - orphanGrace)
+                        && unlink(folder + "/" + name) == 0
                 }
+                if removed { report.filesWithoutRow += 1 }
             }
             cursor.bucket += 1
         }
