@@ -19,7 +19,7 @@ final class DaemonServices: Sendable {
     let options: DaemonOptions
     let log: DaemonLog
     let notifier = SystemdNotifier()
-    let config: Mutex<DaemonConfig>
+    let config: Locked<DaemonConfig>
     /// Held while running: one imgd at a time owns a state folder (its lists) and so its spool.
     let stateLock: CacheLock
     let store: ListStore
@@ -37,8 +37,8 @@ final class DaemonServices: Sendable {
     /// Set while a `fsck` runs: one check at a time reads the whole cache.
     let checking = Atomic<Bool>(false)
     /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
-    let spaceShortfall = Mutex<DiskSpaceShortfall?>(nil)
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    let spaceShortfall = Locked<DiskSpaceShortfall?>(nil)
+    private let tasks = Locked<[Task<Void, Never>]>([])
 
     private init(
         options: DaemonOptions, log: DaemonLog, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
@@ -49,7 +49,7 @@ final class DaemonServices: Sendable {
         self.counters = counters
         self.options = options
         self.log = log
-        self.config = Mutex(config)
+        self.config = Locked(config)
         self.stateLock = stateLock
         self.store = store
         self.disk = disk
@@ -350,7 +350,7 @@ final class DaemonCounters: Sendable {
         var failuresByCode: [String: Int] = [:]
     }
 
-    private let state = Mutex(Values())
+    private let state = Locked(Values())
 
     var values: Values { state.withLock { $0 } }
 

@@ -11,7 +11,7 @@ final class EchoingCommandHandler: ControlCommandHandler {
     /// The member of a reply's result that holds the echoed arguments.
     static let echoKey = "echo"
 
-    private let requests = Mutex<[JSONValue]>([])
+    private let requests = Locked<[JSONValue]>([])
 
     /// The arguments of each request answered with an echo, in order.
     var answered: [JSONValue] { requests.withLock { $0 } }

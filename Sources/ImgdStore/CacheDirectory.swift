@@ -26,7 +26,7 @@ public final class CacheDirectory: Sendable {
     /// The folder's descriptors, swapped by ``reopen()`` when the folder was removed at run time.
     /// Replaced descriptors are kept open, never closed, so a call that read them just before the
     /// swap cannot land on a reused descriptor number (one pair per recovery, so few).
-    private let descriptors: Mutex<FolderDescriptors>
+    private let descriptors: Locked<FolderDescriptors>
     /// Makes temp names unique within this process; the pid makes them unique across processes.
     private let tempCounter = Atomic<UInt64>(0)
     private let processID = getpid()
@@ -38,7 +38,7 @@ public final class CacheDirectory: Sendable {
     public init(root: String) throws(StoreError) {
         self.root = root
         let opened = try Self.openFolders(root)
-        descriptors = Mutex(opened)
+        descriptors = Locked(opened)
         movedFromTwoLevelLayout = Self.adoptOneLevelLayout(root: root, descriptor: opened.root)
         removeTempLeftovers()
     }

@@ -25,7 +25,7 @@ public final class DiskCache: Sendable {
     let lock: CacheLock
     /// Keys whose file is being published and whose row is not recorded yet, with how many
     /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).
-    let publishing = Mutex<[CacheKey: Int]>([:])
+    let publishing = Locked<[CacheKey: Int]>([:])
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30

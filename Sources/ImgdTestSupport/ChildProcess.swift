@@ -1,6 +1,6 @@
 import CSpawnShim
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -207,12 +207,12 @@ final class OneShot<Value: Sendable>: Sendable {
         var value: Value?
         var waiters: [CheckedContinuation<Value, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
-    var current: Value? { state.withLock { $0.value } }
+    var current: Value? { state.withLockedValue { $0.value } }
 
     func fulfil(_ value: Value) {
-        let waiters = state.withLock { state in
+        let waiters = state.withLockedValue { state in
             state.value = value
             defer { state.waiters = [] }
             return state.waiters
@@ -223,7 +223,7 @@ final class OneShot<Value: Sendable>: Sendable {
     var value: Value {
         get async {
             await withCheckedContinuation { continuation in
-                let ready: Value? = state.withLock { state in
+                let ready: Value? = state.withLockedValue { state in
                     if let value = state.value { return value }
                     state.waiters.append(continuation)
                     return nil

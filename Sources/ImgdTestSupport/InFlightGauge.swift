@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Counts requests in flight across several ``TestHTTPServer``s (each its own host:port), and
 /// the most there ever were at once: a client's global cap, seen by the servers themselves.
@@ -7,24 +7,24 @@ import Synchronization
 /// that request's response ends or its connection closes, under the same rules as the server's
 /// own ``TestHTTPServer/inFlight``. One lock guards the two counts.
 public final class InFlightGauge: Sendable {
-    private let counts = Mutex((current: 0, peak: 0))
+    private let counts = NIOLockedValueBox((current: 0, peak: 0))
 
     public init() {}
 
     /// Requests in flight now, over every server sharing the gauge.
-    public var current: Int { counts.withLock { $0.current } }
+    public var current: Int { counts.withLockedValue { $0.current } }
 
     /// The most requests in flight at once since the gauge was made.
-    public var peak: Int { counts.withLock { $0.peak } }
+    public var peak: Int { counts.withLockedValue { $0.peak } }
 
     func enter() {
-        counts.withLock { counts in
+        counts.withLockedValue { counts in
             counts.current += 1
             counts.peak = max(counts.peak, counts.current)
         }
     }
 
     func leave() {
-        counts.withLock { $0.current -= 1 }
+        counts.withLockedValue { $0.current -= 1 }
     }
 }

@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The counters, gates and open connections of one ``TestHTTPServer``, shared by the test's task
 /// and the server's event-loop threads.
@@ -34,7 +34,7 @@ final class TestHTTPServerState: Sendable {
         var isStopped = false
     }
 
-    private let state = Mutex(Locked())
+    private let state = NIOLockedValueBox(Locked())
     /// Shared with other servers, to see a client's cap over several hosts; nil when none is.
     private let gauge: InFlightGauge?
 
@@ -47,7 +47,7 @@ final class TestHTTPServerState: Sendable {
     /// Records a request head and returns its attempt number (1-based) for that exact target.
     func requestArrived(_ target: String, headers: [(String, String)] = [], isHTTP2: Bool = false) -> Int {
         gauge?.enter()
-        return state.withLock { locked in
+        return state.withLockedValue { locked in
             if isHTTP2 { locked.counters.http2Requests += 1 }
             locked.counters.requestLog.append(target)
             locked.counters.requests.append(
@@ -63,16 +63,16 @@ final class TestHTTPServerState: Sendable {
 
     /// A request's response ended or its connection closed; called exactly once per arrived request.
     func requestFinished() {
-        state.withLock { $0.counters.inFlight -= 1 }
+        state.withLockedValue { $0.counters.inFlight -= 1 }
         gauge?.leave()
     }
 
-    var counters: Counters { state.withLock { $0.counters } }
+    var counters: Counters { state.withLockedValue { $0.counters } }
 
     /// Forgets logged requests, connection and peak counts; requests still in flight stay counted
     /// (their ends will be), so the new peak starts from them.
     func resetCounters() {
-        state.withLock { locked in
+        state.withLockedValue { locked in
             let inFlight = locked.counters.inFlight
             locked.counters = Counters(inFlight: inFlight, maxInFlight: inFlight)
         }
@@ -82,7 +82,7 @@ final class TestHTTPServerState: Sendable {
 
     /// Runs `action` when `gate` opens, or now if it already has.
     func whenGateOpens(_ gate: String, _ action: @escaping @Sendable () -> Void) {
-        let isOpen = state.withLock { locked in
+        let isOpen = state.withLockedValue { locked in
             if locked.openGates.contains(gate) { return true }
             locked.gateWaiters[gate, default: []].append(action)
             return false
@@ -91,7 +91,7 @@ final class TestHTTPServerState: Sendable {
     }
 
     func openGate(_ gate: String) {
-        let waiters = state.withLock { locked in
+        let waiters = state.withLockedValue { locked in
             locked.openGates.insert(gate)
             return locked.gateWaiters.removeValue(forKey: gate) ?? []
         }
@@ -102,7 +102,7 @@ final class TestHTTPServerState: Sendable {
 
     /// Counts and remembers a new connection; false when the server is stopping (close it).
     func connectionOpened(_ channel: any Channel) -> Bool {
-        state.withLock { locked in
+        state.withLockedValue { locked in
             guard !locked.isStopped else { return false }
             locked.counters.connectionsAccepted += 1
             locked.connections[ObjectIdentifier(channel)] = channel
@@ -111,13 +111,13 @@ final class TestHTTPServerState: Sendable {
     }
 
     func connectionClosed(_ channel: any Channel) {
-        _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+        _ = state.withLockedValue { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
     /// Marks the server stopped and hands over the open connections to close; nil if it was
     /// already stopped.
     func stop() -> [any Channel]? {
-        state.withLock { locked in
+        state.withLockedValue { locked in
             guard !locked.isStopped else { return nil }
             locked.isStopped = true
             return Array(locked.connections.values)

@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 @testable import ImgctlCLI
@@ -6,7 +7,7 @@ import Synchronization
 final class CapturedOutput: OutputSink, Sendable {
     /// Guards the bytes: written by the command, read by the test (the same thread today, but
     /// nothing should depend on that).
-    private let storage = Mutex<[UInt8]>([])
+    private let storage = Locked<[UInt8]>([])
 
     func write(_ bytes: [UInt8]) {
         storage.withLock { $0.append(contentsOf: bytes) }

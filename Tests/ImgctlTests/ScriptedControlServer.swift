@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import ImgdTestSupport
 import Synchronization
@@ -45,7 +46,7 @@ final class ScriptedControlServer: Sendable {
     let folder: String
     private let listener: Int32
     private let script: Script
-    private let requests = Mutex<[Request]>([])
+    private let requests = Locked<[Request]>([])
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts listening; `greeting` is sent as soon as a client connects.

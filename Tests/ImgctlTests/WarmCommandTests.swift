@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import Synchronization
 import Testing
@@ -89,7 +90,7 @@ struct WarmCommandTests {
         defer { removeFolder(fixture.root) }
         let server = try Self.daemon(spool: fixture.spool) { _ in [.line(#"RESULT:{"lists":[]}"#)] }
         defer { server.stop() }
-        let renames = Mutex<[(String, String)]>([])
+        let renames = Locked<[(String, String)]>([])
         let run = ImgctlRun(["warm", "--socket", server.path, fixture.source]) { context in
             context.beforeSpoolRename = { temporary, final in
                 // At the rename: the temporary file holds the whole list, the final name is free.

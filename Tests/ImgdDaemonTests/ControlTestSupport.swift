@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 @testable import ImgdDaemon
 import ImgdTestSupport
@@ -70,7 +71,7 @@ final class ControlTestGate: Sendable {
     }
 
     /// The waiters and the gate's flag.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var waiting: Int { state.withLock { $0.waiters.count } }
     var cancellations: Int { state.withLock { $0.cancellations } }
@@ -114,7 +115,7 @@ final class ControlTestGate: Sendable {
 
 /// Log lines collected from any thread.
 final class ControlTestLog: Sendable {
-    private let state = Mutex<[String]>([])
+    private let state = Locked<[String]>([])
 
     var lines: [String] { state.withLock { $0 } }
 
@@ -256,7 +257,7 @@ final class ControlTestInbox: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var hasLine: Bool { state.withLock { $0.next < $0.lines.count } }
     var isClosed: Bool { state.withLock { $0.closed } }

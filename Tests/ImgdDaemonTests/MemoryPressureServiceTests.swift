@@ -26,7 +26,7 @@ struct MemoryPressureServiceTests {
         // purge comes first, so it is empty by then. (The latency from the write to the purge is
         // measured by bench/pressure-latency.sh, not asserted: on 2 shared cores it measures the
         // other suites.)
-        let purgedAt = Mutex<[(at: ContinuousClock.Instant, entries: Int, purged: Int)]>([])
+        let purgedAt = Locked<[(at: ContinuousClock.Instant, entries: Int, purged: Int)]>([])
         let service = MemoryPressureService(
             source: MemoryPressureSource.resolve(environment: ["MEMORY_PRESSURE_WATCH": fifo]), memory: memory,
             log: { logged.append($0) },
@@ -87,7 +87,7 @@ extension MemoryPressureServiceTests {
 
 /// Log lines collected from any thread.
 final class LogLines: Sendable {
-    private let stored = Mutex<[String]>([])
+    private let stored = Locked<[String]>([])
     func append(_ line: String) { stored.withLock { $0.append(line) } }
     var lines: [String] { stored.withLock { $0 } }
 }

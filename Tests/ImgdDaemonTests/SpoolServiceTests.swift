@@ -18,7 +18,7 @@ import Glibc
 struct SpoolServiceTests {
     /// Spool events in the order the service sent them.
     final class Events: Sendable {
-        private let stored = Mutex<[SpoolEvent]>([])
+        private let stored = Locked<[SpoolEvent]>([])
         func append(_ event: SpoolEvent) { stored.withLock { $0.append(event) } }
         var all: [SpoolEvent] { stored.withLock { $0 } }
 

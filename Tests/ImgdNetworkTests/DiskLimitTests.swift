@@ -21,7 +21,7 @@ struct DiskLimitTests {
     @Test("a full cache evicts the least recently used entry to admit a new one")
     func evictsToAdmit() async throws {
         try await withFixture(diskLimit: 50_000) { fixture in
-            let evictions = Mutex<[Eviction]>([])
+            let evictions = Locked<[Eviction]>([])
             fixture.disk.evictions.observe { eviction in evictions.withLock { $0.append(eviction) } }
             let first = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))
             _ = try await fixture.downloader.fetch(fixture.url("/img/b.png?bytes=20000"))

@@ -11,7 +11,7 @@ import Testing
 struct DownloaderPrefetchTests {
     /// Collects handler calls; the mutex guards the list (handlers run on the engine thread).
     final class Answers: Sendable {
-        private let results = Mutex<[(String, Result<CachedImage, DownloadError>)]>([])
+        private let results = Locked<[(String, Result<CachedImage, DownloadError>)]>([])
         var count: Int { results.withLock { $0.count } }
         var all: [(String, Result<CachedImage, DownloadError>)] { results.withLock { $0 } }
         func record(_ url: ImageURL, _ result: Result<CachedImage, DownloadError>) {

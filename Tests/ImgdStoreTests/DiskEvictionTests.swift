@@ -84,7 +84,7 @@ struct DiskEvictionTests {
     func ledger() throws {
         let (disk, entries, root) = try filledCache(8)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let seen = Mutex<[Eviction]>([])
+        let seen = Locked<[Eviction]>([])
         disk.evictions.observe { eviction in seen.withLock { $0.append(eviction) } }
 
         _ = try disk.evictLeastRecentlyUsed(toFree: 150, now: 100_000)  // entries 0 and 1: room, by default

@@ -226,7 +226,7 @@ struct MemoryCacheTests {
 
 /// A clock the test moves by hand, so the cool-down is tested without waiting.
 private final class TestClock: Sendable {
-    private let current = Mutex(ContinuousClock.now)
+    private let current = Locked(ContinuousClock.now)
 
     var now: @Sendable () -> ContinuousClock.Instant {
         { [self] in current.withLock { $0 } }

@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import Synchronization
 import ImgdTestSupport
@@ -195,7 +196,7 @@ struct MemoryPressureMonitorTests {
           .enabled(if: FileManager.default.fileExists(atPath: "/proc/pressure/memory")))
     func refusedTriggerIsTold() async throws {
         let fixture = Fixture(.psiTrigger(path: "/proc/pressure/memory", trigger: "nonsense"))
-        let told = Mutex<[MemoryPressureWatching]>([])
+        let told = Locked<[MemoryPressureWatching]>([])
         let monitor = fixture.monitor
         #expect(monitor.activeSource.code == "psi-trigger")  // what was asked for, until it is opened
         let task = Task { try await monitor.run { watching in told.withLock { $0.append(watching) } } }

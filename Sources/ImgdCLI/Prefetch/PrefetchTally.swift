@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// What a prefetch run has done so far, shared by the list tasks that update it and the
@@ -16,7 +17,7 @@ final class PrefetchTally: Sendable {
         var finished: Int { downloaded + alreadyCached + failed - failures["bad_url", default: 0] }
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     var snapshot: Counts { counts.withLock { $0 } }
 

@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// Bounds how many URLs of one list are handed to the downloader and not yet answered.
@@ -14,7 +15,7 @@ final class PrefetchWindow: Sendable {
 
     /// URLs that may be outstanding at once.
     let size: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(size: Int) { self.size = size }
 

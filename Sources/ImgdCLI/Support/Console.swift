@@ -11,7 +11,7 @@ public final class Console: Sendable {
     /// True when stderr is a terminal: only then is there a progress line.
     public let isInteractive: Bool
     /// Guards whether a progress line is on screen (it must be erased before a message).
-    private let progressShown = Mutex(false)
+    private let progressShown = Locked(false)
 
     public init() {
         isInteractive = isatty(STDERR_FILENO) == 1

@@ -8,7 +8,7 @@ import Synchronization
 /// change state are logged with the peer that sent them.
 final class DaemonCommandHandler: ControlCommandHandler {
     /// The services, attached once they exist (the server is built before them).
-    private let services = Mutex<DaemonServices?>(nil)
+    private let services = Locked<DaemonServices?>(nil)
 
     func attach(_ services: DaemonServices) {
         self.services.withLock { $0 = services }

@@ -1,3 +1,4 @@
+import ImgdCore
 import NIOCore
 import Synchronization
 
@@ -16,7 +17,7 @@ final class ControlConnectionRegistry: Sendable {
     let limits: ControlLimits
 
     /// Guards the admitted channels, their count per peer, and whether more are admitted.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var connections: [ObjectIdentifier: any Channel] = [:]

@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// High-water marks and counts of one control server, so tests can check that its buffers stay
@@ -23,7 +24,7 @@ final class ControlMetrics: Sendable {
     }
 
     /// The only state: plain counters, each update a few instructions under the lock.
-    private let state = Mutex(Snapshot())
+    private let state = Locked(Snapshot())
 
     var snapshot: Snapshot { state.withLock { $0 } }
 

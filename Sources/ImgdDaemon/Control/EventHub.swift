@@ -1,3 +1,4 @@
+import ImgdCore
 import NIOCore
 import Synchronization
 
@@ -19,7 +20,7 @@ public final class EventHub: Sendable {
     /// it to every subscriber happen under one lock, so each subscriber gets events in `seq`
     /// order even when several threads publish. Handing over is `EventLoop.execute`, which only
     /// enqueues.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var sequence = 0

@@ -43,10 +43,10 @@ final class ListClaimer: Sendable {
     /// Set by ``stop()``: a claim in progress gives up between slices, and queued claims return.
     private let stopRequested = Atomic<Bool>(false)
     /// Folders dropped in the spool and reported in this run: left in place, reported once.
-    let reportedFolders = Mutex<Set<SpoolEntryName>>([])
-    private let limits: Mutex<SpoolLimits>
+    let reportedFolders = Locked<Set<SpoolEntryName>>([])
+    private let limits: Locked<SpoolLimits>
     /// The claim in progress, as `lists` shows it (`claiming`), and the `cancel`s waiting on it.
-    private let current = Mutex<CurrentClaim?>(nil)
+    private let current = Locked<CurrentClaim?>(nil)
 
     private struct CurrentClaim {
         let id: Int
@@ -79,7 +79,7 @@ final class ListClaimer: Sendable {
         onClaimed: @escaping @Sendable (_ list: ListRecord, _ cancelled: Bool) -> Void
     ) {
         self.folders = folders
-        self.limits = Mutex(limits)
+        self.limits = Locked(limits)
         self.store = store
         self.reports = reports
         self.pruner = pruner

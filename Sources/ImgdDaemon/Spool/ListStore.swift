@@ -1,3 +1,4 @@
+import ImgdCore
 import ImgdStore
 import Synchronization
 
@@ -79,7 +80,7 @@ public final class ListStore: Sendable {
     /// Finished lists kept with their URLs (the ones `lists` shows, most recent first): 100.
     public static let keptFinishedLists = 100
 
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: Locked<SQLiteConnection>
     /// Whether the database returns freed pages to the filesystem (`auto_vacuum = INCREMENTAL`).
     public var reclaimsSpace: Bool { incremental.load(ordering: .relaxed) }
     private let incremental: Atomic<Bool>
@@ -163,7 +164,7 @@ public final class ListStore: Sendable {
         if (try? connection.statement("SELECT owner FROM lists LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE lists ADD COLUMN owner INTEGER")
         }
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
     }
 
     // MARK: - Claiming

@@ -33,7 +33,7 @@ final class SpoolFolders: Sendable {
     let path: String
     let spool: Int32
     private let log: DaemonLog
-    private let held: Mutex<Held>
+    private let held: Locked<Held>
 
     /// The open subfolders, and descriptors of replaced ones not closed yet.
     private struct Held {
@@ -79,7 +79,7 @@ final class SpoolFolders: Sendable {
                 throw error
             }
         }
-        held = Mutex(Held(folders: opened))
+        held = Locked(Held(folders: opened))
     }
 
     deinit {

@@ -51,7 +51,7 @@ public final class SpoolService: @unchecked Sendable {
     /// Answers from the downloader, which calls back on its transfer thread, waiting for the
     /// queue: they are handed over in batches — one hop for all that arrived while the queue was
     /// busy — not one hop (and often one thread wake-up) per URL.
-    private let answers = Mutex<[(list: Int, url: ImageURL, result: Result<CachedImage, DownloadError>)]>([])
+    private let answers = Locked<[(list: Int, url: ImageURL, result: Result<CachedImage, DownloadError>)]>([])
 
     // Owned by `queue`:
     private var runs: [Int: ListRun] = [:]

@@ -1,3 +1,4 @@
+import ImgdCore
 import Dispatch
 import Synchronization
 
@@ -33,10 +34,10 @@ public final class SpoolWatcher: Sendable {
     public let folder: String
     private let queue = DispatchQueue(label: "imgd.spool-watch")
     private let onName: @Sendable (SpoolEntryName) -> Void
-    private let source: Mutex<DispatchSourceRead?> = Mutex(nil)
+    private let source: Locked<DispatchSourceRead?> = Locked(nil)
     /// Names created in place and not opened yet, and whether a look at them is due; only
     /// touched on `queue` (the mutex makes that checkable, it is never contended).
-    private let created = Mutex<(names: Set<SpoolEntryName>, checkDue: Bool, stopped: Bool)>(([], false, false))
+    private let created = Locked<(names: Set<SpoolEntryName>, checkDue: Bool, stopped: Bool)>(([], false, false))
 
     /// How long after its `IN_CREATE` a regular file that nothing opened is taken as placed by
     /// a link (100 ms): far longer than the rest of the `open()` call that queues its `IN_OPEN`.

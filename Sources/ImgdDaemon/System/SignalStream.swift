@@ -1,3 +1,4 @@
+import ImgdCore
 import Dispatch
 import Synchronization
 
@@ -12,14 +13,14 @@ import Glibc
 /// busy, since each one is buffered in the stream.
 public final class SignalStream: Sendable {
     public let signals: AsyncStream<Int32>
-    private let sources: Mutex<[DispatchSourceSignal]>
+    private let sources: Locked<[DispatchSourceSignal]>
 
     /// Starts watching `numbers`.
     public init(_ numbers: [Int32] = [SIGTERM, SIGINT, SIGHUP]) {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         signals = stream
         let queue = DispatchQueue(label: "imgd.signals")
-        sources = Mutex([])
+        sources = Locked([])
         sources.withLock { sources in
             for number in numbers {
                 signal(number, SIG_IGN)

@@ -31,7 +31,7 @@ final class BodySpill: @unchecked Sendable {
     private let gate: SpillGate
     private var file: TempFile?
     private var hasher = SHA256Hasher()
-    private let failureBox = Mutex<StoreError?>(nil)
+    private let failureBox = Locked<StoreError?>(nil)
     /// Set by ``discard()``: chunks still queued are dropped instead of written.
     private let isDiscarded = Atomic<Bool>(false)
 

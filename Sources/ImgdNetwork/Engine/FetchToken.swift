@@ -25,7 +25,7 @@ final class FetchToken: Sendable {
     private let handler: Handler?
     /// The count this request was taken from; given back once, when it is answered.
     private let held: HeldRequests?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
         self.url = url

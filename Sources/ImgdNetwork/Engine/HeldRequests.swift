@@ -18,7 +18,7 @@ final class HeldRequests: Sendable {
 
     /// Guards the two counts, so a bounded request takes both or neither: one short lock per
     /// request (or per `prefetch` of many), never a walk over what is queued.
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     /// Requests held now.
     var value: Int { counts.withLock { $0.requests } }

@@ -70,10 +70,10 @@ final class TransferEngine: @unchecked Sendable {
     private let disk: DiskCache
     /// Set once in init (it needs `self` for its wake-up call) and never changed.
     private var publisher: BodyPublisher!
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let waker: CurlWaker
-    private let statistics = Mutex(DownloaderStatistics())
-    private let stopped = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let statistics = Locked(DownloaderStatistics())
+    private let stopped = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     // Loop-thread state.
     private var multi: CurlMulti?

@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// The hard cap on the disk tier's size, and the bytes counted against it.
@@ -37,11 +38,11 @@ public final class DiskBudget: Sendable {
         }
     }
 
-    private let state: Mutex<Counts>
+    private let state: Locked<Counts>
 
     /// A budget of `limit` bytes of which `stored` are already used.
     public init(limit: Int, stored: Int) {
-        state = Mutex(Counts(snapshot: Snapshot(limit: limit, stored: stored, reserved: 0), peakUsed: stored))
+        state = Locked(Counts(snapshot: Snapshot(limit: limit, stored: stored, reserved: 0), peakUsed: stored))
     }
 
     public var snapshot: Snapshot { state.withLock { $0.snapshot } }

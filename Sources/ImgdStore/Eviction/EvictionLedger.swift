@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// Counts every eviction the disk tier makes, by reason, and tells one observer of each.
@@ -18,7 +19,7 @@ public final class EvictionLedger: Sendable {
     }
 
     /// Guards the totals and the observer.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

@@ -22,9 +22,9 @@ public final class CacheIndex: Sendable {
     public let previousShutdownWasClean: Bool
     /// Rows verified (or written) before this generation need verification.
     private let generation: Int
-    private let writer: Mutex<SQLiteConnection>
-    private let reader: Mutex<SQLiteConnection>
-    private let pendingAccesses = Mutex<[CacheKey: (time: Int, hits: Int)]>([:])
+    private let writer: Locked<SQLiteConnection>
+    private let reader: Locked<SQLiteConnection>
+    private let pendingAccesses = Locked<[CacheKey: (time: Int, hits: Int)]>([:])
 
     /// The entries table. A rowid table, with the key in a unique index beside it: rows are
     /// appended in the order they arrive, and a batch of random keys touches only the small
@@ -74,8 +74,8 @@ public final class CacheIndex: Sendable {
         let opened = try Self.open(path, carrying: nil)
         self.previousShutdownWasClean = opened.clean
         self.generation = opened.generation
-        self.writer = Mutex(opened.writer)
-        self.reader = Mutex(try SQLiteConnection(path: path))
+        self.writer = Locked(opened.writer)
+        self.reader = Locked(try SQLiteConnection(path: path))
     }
 
     /// Opens the writer's connection, creating the schema, and starts a run: reads and bumps the

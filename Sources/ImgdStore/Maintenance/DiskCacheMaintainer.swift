@@ -24,7 +24,7 @@ public final class DiskCacheMaintainer: Sendable {
     fileprivate let now: @Sendable () -> Int
     fileprivate let log: @Sendable (String) -> Void
     private let queue = DispatchQueue(label: "imgd.cache-maintenance")
-    fileprivate let state: Mutex<MaintainerState>
+    fileprivate let state: Locked<MaintainerState>
 
     /// A maintainer of `cache`; `now` gives wall-clock milliseconds (tests inject theirs), and
     /// `log` takes one line per event worth a person's attention.
@@ -36,7 +36,7 @@ public final class DiskCacheMaintainer: Sendable {
         self.cache = cache
         self.now = now
         self.log = log
-        state = Mutex(MaintainerState(settings: settings))
+        state = Locked(MaintainerState(settings: settings))
     }
 
     /// What the maintainer has done and found.

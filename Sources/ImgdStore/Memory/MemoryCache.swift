@@ -15,7 +15,7 @@ public final class MemoryCache: Sendable {
     /// Guards all mutable state: the entries and their recency list, the limits, the counters
     /// and the end of the cool-down. Held only for O(1) work (O(n) in ``setLimits(bytes:entries:)``),
     /// and nothing is called under it except the clock.
-    private let state: Mutex<MemoryCacheState>
+    private let state: Locked<MemoryCacheState>
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// A cache of at most `limitBytes` bytes (64 MiB by default) in at most `limitEntries`
@@ -29,7 +29,7 @@ public final class MemoryCache: Sendable {
     ) {
         precondition(limitBytes >= 0 && limitEntries >= 0, "memory cache limits cannot be negative")
         precondition(coolDown >= .zero, "a cool-down cannot be negative")
-        state = Mutex(MemoryCacheState(limitBytes: limitBytes, limitEntries: limitEntries, coolDown: coolDown))
+        state = Locked(MemoryCacheState(limitBytes: limitBytes, limitEntries: limitEntries, coolDown: coolDown))
         self.now = now
     }
 

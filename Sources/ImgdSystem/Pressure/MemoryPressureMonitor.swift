@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// Reports memory pressure: from the source resolved at start (PSI, systemd's
@@ -19,7 +20,7 @@ public final class MemoryPressureMonitor: Sendable {
     private let onDescriptorsOpened: (@Sendable ([Int32]) -> Void)?
     /// Guards the event count, the source in use, and the run's progress flags. Never held while
     /// calling `onPressure`.
-    private let state: Mutex<PressureMonitorState>
+    private let state: Locked<PressureMonitorState>
 
     /// A monitor of `source`, calling `onPressure` for each event: on the monitor's own thread
     /// for system events, on the caller's thread for ``trigger()``. The callback must be quick
@@ -51,7 +52,7 @@ public final class MemoryPressureMonitor: Sendable {
         self.pollingInterval = pollingInterval
         self.onDescriptorsOpened = onDescriptorsOpened
         self.onPressure = onPressure
-        state = Mutex(PressureMonitorState(activeSource: source))
+        state = Locked(PressureMonitorState(activeSource: source))
     }
 
     /// Events reported so far, from every origin.

@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// Hands the monitor thread's outcome to the task waiting in ``MemoryPressureMonitor/run(onWatching:)``,
@@ -12,7 +13,7 @@ final class RunCompletion: Sendable {
     }
 
     /// Guards the stage: the thread finishes while the task may be starting to wait.
-    private let stage = Mutex(Stage.pending)
+    private let stage = Locked(Stage.pending)
 
     /// Suspends until ``finish(_:)`` is called (or returns at once if it was). One waiter only.
     func wait() async -> Outcome {

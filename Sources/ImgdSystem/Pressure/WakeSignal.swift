@@ -1,3 +1,4 @@
+import ImgdCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ final class WakeSignal: Sendable {
     /// Guards the two descriptors: ``signal()`` runs in the cancellation handler on any thread
     /// and ``close()`` on the monitor's thread; without the lock a late signal could write to a
     /// descriptor number already reused by someone else.
-    private let ends: Mutex<(read: Int32, write: Int32)?>
+    private let ends: Locked<(read: Int32, write: Int32)?>
     /// The end to poll for `POLLIN`. Valid until ``close()``.
     let readEnd: Int32
     /// Both descriptors, for tests that check they are closed.
@@ -20,7 +21,7 @@ final class WakeSignal: Sendable {
         var pair: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
         guard socketpair(AF_UNIX, type, 0, &pair) == 0 else { throw .cannotStartThread(errno: errno) }
-        ends = Mutex((pair[0], pair[1]))
+        ends = Locked((pair[0], pair[1]))
         readEnd = pair[0]
         descriptors = pair
     }

@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import ImgdTestSupport
 import Synchronization
@@ -294,7 +295,7 @@ struct ReceivedEvent: Sendable {
 /// behind its mutex.
 final class EventSubscription: @unchecked Sendable {
     private let client: ControlClient
-    private let received = Mutex<(events: [ReceivedEvent], other: [String], ended: Bool)>(([], [], false))
+    private let received = Locked<(events: [ReceivedEvent], other: [String], ended: Bool)>(([], [], false))
 
     /// Connects, subscribes to `events` (all when nil) and starts reading.
     init(socket: String, events: [String]?) throws {

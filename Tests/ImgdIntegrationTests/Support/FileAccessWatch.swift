@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import Synchronization
 
@@ -21,7 +22,7 @@ final class FileAccessWatch: Sendable {
 
     private let descriptor: Int32
     /// Every event taken from the queue so far.
-    private let seen = Mutex<[Access]>([])
+    private let seen = Locked<[Access]>([])
 
     /// Starts watching `path` (which must exist).
     init(_ path: String) throws {

@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import ImgdTestSupport
 import Synchronization
@@ -19,7 +20,7 @@ final class IndexWriteLock: Sendable {
     private let marker: String
     private let logPath: String
     /// The FIFO's write end (`sqlite3`'s input); -1 once released.
-    private let commands: Mutex<Int32>
+    private let commands: Locked<Int32>
 
     /// Starts `sqlite3` on `index`, with its FIFO, marker and log in `folder`.
     init(index: String, in folder: String) throws {
@@ -30,7 +31,7 @@ final class IndexWriteLock: Sendable {
         // Read-write, so this open does not wait for sqlite3 to open the other end.
         let fd = open(fifo, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        commands = Mutex(fd)
+        commands = Locked(fd)
         do {
             process = try ChildProcess(
                 "/bin/sh", ["-c", #"exec /usr/bin/sqlite3 -cmd ".timeout 10000" "$0" < "$1""#, index, fifo],

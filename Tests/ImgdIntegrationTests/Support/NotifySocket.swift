@@ -1,3 +1,4 @@
+import ImgdCore
 import Foundation
 import ImgdTestSupport
 import Synchronization
@@ -20,7 +21,7 @@ final class NotifySocket: Sendable {
     /// What the reader thread collects.
     private let inbox = Inbox()
     /// True until ``close()`` has run.
-    private let open = Mutex(true)
+    private let open = Locked(true)
 
     /// Binds `folder/notify.sock` and starts reading it.
     init(in folder: String) throws {
@@ -106,7 +107,7 @@ final class NotifySocket: Sendable {
     /// The messages, shared by the reader thread (which appends) and the tests (which read).
     private final class Inbox: Sendable {
         /// Every datagram received, in order, as text.
-        let messages = Mutex<[String]>([])
+        let messages = Locked<[String]>([])
         /// Signalled when the reader thread has returned.
         let finished = DispatchSemaphore(value: 0)
     }

@@ -43,9 +43,9 @@ struct CacheFixture {
 
 /// A value tests change while the code under test reads it from another thread.
 final class Shared<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
+    private let value: Locked<Value>
 
-    init(_ value: Value) { self.value = Mutex(value) }
+    init(_ value: Value) { self.value = Locked(value) }
 
     var current: Value {
         get { value.withLock { $0 } }

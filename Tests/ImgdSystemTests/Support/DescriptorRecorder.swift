@@ -1,3 +1,4 @@
+import ImgdCore
 import Synchronization
 
 /// Records what the descriptors a monitor run opened refer to (through the monitor's
@@ -5,7 +6,7 @@ import Synchronization
 /// Targets such as "socket:[1234]" name one object, so tests running at the same time cannot
 /// be mistaken for a leak.
 final class DescriptorRecorder: Sendable {
-    private let targets = Mutex<[String]>([])
+    private let targets = Locked<[String]>([])
 
     /// The hook to pass as `onDescriptorsOpened`.
     var hook: @Sendable ([Int32]) -> Void {

@@ -1,9 +1,10 @@
+import ImgdCore
 import ImgdSystem
 import Synchronization
 
 /// Collects a monitor's events with the time each arrived.
 final class EventRecorder: Sendable {
-    private let events = Mutex<[(event: MemoryPressureEvent, at: ContinuousClock.Instant)]>([])
+    private let events = Locked<[(event: MemoryPressureEvent, at: ContinuousClock.Instant)]>([])
 
     /// The callback to pass as `onPressure`.
     var callback: @Sendable (MemoryPressureEvent) -> Void {
