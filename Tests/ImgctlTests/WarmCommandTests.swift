@@ -4,7 +4,7 @@ import Testing
 
 @testable import ImgctlCLI
 
-@Suite("warm")
+@Suite("warm", .timeLimit(.minutes(5)))
 struct WarmCommandTests {
     typealias Server = ScriptedControlServer
 
