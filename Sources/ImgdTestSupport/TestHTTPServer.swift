@@ -67,10 +67,13 @@ public final class TestHTTPServer: Sendable {
     /// Starts a server on 127.0.0.1 on an ephemeral port: plain HTTP/1.1, or https with `tls`;
     /// `host` binds another address instead (`::` listens on every address of both families,
     /// loopback included, so ``origin`` still reaches it). With `gauge`, its requests in flight
-    /// also count in the gauge, which other servers may share.
-    public static func start(host: String = "127.0.0.1", tls: TLS? = nil, gauge: InFlightGauge? = nil) async throws -> TestHTTPServer {
+    /// also count in the gauge, which other servers may share; with `order`, its requests'
+    /// targets are logged there in order of arrival, as other servers' may be.
+    public static func start(
+        host: String = "127.0.0.1", tls: TLS? = nil, gauge: InFlightGauge? = nil, order: RequestOrder? = nil
+    ) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let state = TestHTTPServerState(gauge: gauge)
+        let state = TestHTTPServerState(gauge: gauge, order: order)
         do {
             let sslContext = try tls.map { tls in
                 var configuration = TLSConfiguration.makeServerConfiguration(

@@ -37,9 +37,12 @@ final class TestHTTPServerState: Sendable {
     private let state = NIOLockedValueBox(Locked())
     /// Shared with other servers, to see a client's cap over several hosts; nil when none is.
     private let gauge: InFlightGauge?
+    /// Shared with other servers, to see which host was asked first; nil when none is.
+    private let order: RequestOrder?
 
-    init(gauge: InFlightGauge? = nil) {
+    init(gauge: InFlightGauge? = nil, order: RequestOrder? = nil) {
         self.gauge = gauge
+        self.order = order
     }
 
     // MARK: Requests
@@ -47,6 +50,7 @@ final class TestHTTPServerState: Sendable {
     /// Records a request head and returns its attempt number (1-based) for that exact target.
     func requestArrived(_ target: String, headers: [(String, String)] = [], isHTTP2: Bool = false) -> Int {
         gauge?.enter()
+        order?.append(target)
         return state.withLockedValue { locked in
             if isHTTP2 { locked.counters.http2Requests += 1 }
             locked.counters.requestLog.append(target)

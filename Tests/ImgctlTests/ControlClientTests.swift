@@ -4,7 +4,7 @@ import Testing
 
 /// The transport against a scripted server: exact request lines, ids, events between replies,
 /// lines split over writes, errors and closed connections.
-@Suite("Control client")
+@Suite("Control client", .timeLimit(.minutes(5)))
 struct ControlClientTests {
     typealias Server = ScriptedControlServer
 
@@ -190,7 +190,7 @@ struct ControlClientTests {
         let status = RecordedReply.value(
             "status",
             replacing: [
-                "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .double(3725), "queued": .int(3), "in_flight": .int(2),
+                "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .int(3725), "queued": .int(3), "in_flight": .int(2),
                 "lists_active": .int(1), "cache.bytes": .int(1_610_612_736), "cache.entries": .int(3400),
                 "cache.limit": .int(10_737_418_240), "cache.pinned_bytes": .int(12_582_912), "cache.path": .string("/var/cache/imgd"),
                 "memory.bytes": .int(67_108_864), "memory.entries": .int(120), "memory.limit": .int(268_435_456),

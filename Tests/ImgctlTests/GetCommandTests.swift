@@ -4,7 +4,7 @@ import Testing
 
 @testable import ImgctlCLI
 
-@Suite("get")
+@Suite("get", .timeLimit(.minutes(5)))
 struct GetCommandTests {
     typealias Server = ScriptedControlServer
 

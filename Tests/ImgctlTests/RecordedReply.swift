@@ -9,7 +9,7 @@ import Foundation
 /// no longer match its reply; `IMGD_RECORD_FIXTURES=1` records them anew.
 ///
 /// Tests that need other values (a count, a name) change the values of the recorded fields,
-/// never the set of fields: ``value(_:replacing:)``.
+/// never the set of fields nor the JSON type of a value: ``value(_:replacing:)``.
 enum RecordedReply {
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures").path
 
@@ -23,7 +23,8 @@ enum RecordedReply {
 
     /// The fixture `name` with the values of some of its fields replaced, named by path
     /// (`cache.bytes`); each field must be one the daemon sends (and so the fixture has), so a
-    /// test cannot invent one.
+    /// test cannot invent one, and each value must have the recorded value's shape
+    /// (``sameShape(_:as:)``), so a test cannot feed a type the daemon never sends.
     static func value(_ name: String, replacing changes: [String: JSONValue]) -> JSONValue {
         var result = value(name)
         for (path, replacement) in changes {
@@ -33,12 +34,33 @@ enum RecordedReply {
     }
 
     private static func replaced(_ value: JSONValue, at path: ArraySlice<String>, with replacement: JSONValue, in name: String) -> JSONValue {
-        guard let key = path.first else { return replacement }
+        guard let key = path.first else {
+            precondition(
+                sameShape(replacement, as: value),
+                "\(name).json: \(replacement.compactText) does not have the shape of the recorded \(value.compactText)")
+            return replacement
+        }
         guard case .object(var members) = value, let member = members[key] else {
             preconditionFailure("\(name).json has no field \(key): the daemon does not send it")
         }
         members[key] = replaced(member, at: path.dropFirst(), with: replacement, in: name)
         return .object(members)
+    }
+
+    /// Whether `replacement` is of the JSON type the daemon recorded as `recorded`: the same case
+    /// (an int is not a double); an array's elements each shaped as the recorded first element;
+    /// an object's members that the recorded object also has, shaped as those. A recorded null
+    /// takes any value (the daemon sends null for a field that can also hold one, such as `next`).
+    static func sameShape(_ replacement: JSONValue, as recorded: JSONValue) -> Bool {
+        switch (recorded, replacement) {
+        case (.null, _): true
+        case (.bool, .bool), (.int, .int), (.double, .double), (.string, .string): true
+        case (.array(let old), .array(let new)):
+            old.first.map { first in new.allSatisfy { sameShape($0, as: first) } } ?? true
+        case (.object(let old), .object(let new)):
+            new.allSatisfy { key, member in old[key].map { sameShape(member, as: $0) } ?? true }
+        default: false
+        }
     }
 
     /// The fixture's compact text, as a scripted server sends it.
@@ -56,7 +78,8 @@ enum RecordedReply {
             "already_cached": .int(alreadyCached), "failed": .int(failed), "pending": .int(pending), "bytes": .int(bytes),
         ]
         for (key, replacement) in changes {
-            precondition(entry[key] != nil, "lists.json's entry has no field \(key)")
+            guard let recorded = entry[key] else { preconditionFailure("lists.json's entry has no field \(key)") }
+            precondition(sameShape(replacement, as: recorded), "lists.json's \(key) is not \(replacement.compactText)'s type")
             entry[key] = replacement
         }
         return .object(entry)

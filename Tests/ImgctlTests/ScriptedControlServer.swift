@@ -2,6 +2,7 @@ import ImgdCore
 import Foundation
 import ImgdTestSupport
 import Synchronization
+import Testing
 
 @testable import ImgctlCLI
 
@@ -67,12 +68,21 @@ final class ScriptedControlServer: Sendable {
     /// The request lines received so far, in order.
     var received: [Request] { requests.withLock { $0 } }
 
+    /// How long ``stop(sourceLocation:)`` waits for the serving thread: a client that keeps
+    /// its connection open past this is a failed test, not a hung suite.
+    static let stopDeadline: DispatchTimeInterval = .seconds(30)
+
     /// Stops accepting and removes the socket's folder. Call after the client is done (its
-    /// connection closed), or the thread waits on it.
-    func stop() {
+    /// connection closed), or the thread waits on it: past ``stopDeadline`` the test fails.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
         // shutdown() wakes a thread blocked in accept() on Linux; close() alone would not.
         shutdown(listener, Int32(SHUT_RDWR))
-        finished.wait()
+        guard finished.wait(timeout: .now() + Self.stopDeadline) == .success else {
+            // The thread still serves a connection; closing the listener now could let it
+            // accept() on a descriptor number reused by someone else, so it is left open.
+            Issue.record("the scripted server's connection was still open after \(Self.stopDeadline)", sourceLocation: sourceLocation)
+            return
+        }
         close(listener)
         try? FileManager.default.removeItem(atPath: folder)
     }

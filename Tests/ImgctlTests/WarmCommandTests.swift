@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgctlCLI
 
-@Suite("warm")
+@Suite("warm", .timeLimit(.minutes(5)))
 struct WarmCommandTests {
     typealias Server = ScriptedControlServer
 

@@ -10,7 +10,7 @@ import Testing
 /// (`VmHWM`) with its resident set before the read. The reader's own count of the bytes it
 /// held at once is checked too. A control run reads the same list whole into memory and must
 /// cross the same margin, so the margin is shown to catch an unbounded read.
-@Suite("Link lists at scale")
+@Suite("Link lists at scale", .timeLimit(.minutes(5)))
 struct LinkListScaleTests {
     /// Entries in the JSON list, as the daemon's largest expected list.
     static let count = 1_000_000

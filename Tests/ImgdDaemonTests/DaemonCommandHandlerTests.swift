@@ -213,7 +213,15 @@ struct DaemonCommandHandlerTests {
             #expect(disk["evicted"] == 0 && disk["bytes"] == 0, "\(disk)")
             for url in urls.dropFirst() { #expect(fixture.services.disk.lookup(try ImageURL(url).cacheKey) != nil, "\(url)") }
 
-            #expect(try await fixture.object("cancel", ["url": .string(urls[1])]) == ["cancelled": 1])
+            // urls[1] is cached, so no download of it runs: nothing to cancel.
+            #expect(try await fixture.object("cancel", ["url": .string(urls[1])]) == ["cancelled": 0])
+            // A download held open by the server is running: cancel stops it, and only once.
+            let held = fixture.server.url("/img/cancel-held.png?gate=handler-cancel")
+            #expect(try await fixture.object("add", ["urls": JSONValue([held])])["accepted"] == 1)
+            #expect(await fixture.server.waitForInFlight(atLeast: 1, timeout: .seconds(30)))
+            #expect(try await fixture.object("cancel", ["url": .string(held)]) == ["cancelled": 1])
+            #expect(try await fixture.object("cancel", ["url": .string(held)]) == ["cancelled": 0])
+            fixture.server.openGate("handler-cancel")
             #expect(try await fixture.object("retry", ["url": .string(urls[1])]) == ["requeued": 1])
             #expect(try await fixture.object("retry") == ["requeued": 0])
             let check = try await fixture.object("fsck")

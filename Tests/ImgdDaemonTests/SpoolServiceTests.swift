@@ -32,14 +32,19 @@ struct SpoolServiceTests {
     }
 
     /// A scratch folder with a spool, a cache and a state database, and a service running on them.
-    final class Fixture: @unchecked Sendable {
+    ///
+    /// Sendable by construction: every member is a constant of a Sendable type, and the running
+    /// service, which ``restart()`` replaces, is held under a lock.
+    final class Fixture: Sendable {
         let folder: String
         let store: ListStore
         let disk: DiskCache
         let events: Events
         let log: DaemonLog
-        private(set) var downloader: Downloader
-        private(set) var spool: SpoolService
+        private let running: Locked<(downloader: Downloader, spool: SpoolService)>
+
+        var downloader: Downloader { running.withLock { $0.downloader } }
+        var spool: SpoolService { running.withLock { $0.spool } }
 
         var spoolPath: String { folder + "/spool" }
 
@@ -54,11 +59,11 @@ struct SpoolServiceTests {
             let events = Events()
             self.log = log
             self.events = events
-            (downloader, spool) = try Self.service(folder: folder, store: store, disk: disk, log: log, events: events)
+            running = Locked(try Self.service(folder: folder, store: store, disk: disk, log: log, events: events))
         }
 
         private static func service(folder: String, store: ListStore, disk: DiskCache, log: DaemonLog, events: Events) throws
-            -> (Downloader, SpoolService)
+            -> (downloader: Downloader, spool: SpoolService)
         {
             let downloader = try Downloader(cache: disk, policy: DownloadPolicy())
             let spool = try SpoolService(
@@ -77,7 +82,8 @@ struct SpoolServiceTests {
 
         /// A new service on the same folders and database: what a restart runs.
         func restart() throws {
-            (downloader, spool) = try Self.service(folder: folder, store: store, disk: disk, log: log, events: events)
+            let service = try Self.service(folder: folder, store: store, disk: disk, log: log, events: events)
+            running.withLock { $0 = service }
         }
 
         func finish() async {

@@ -34,9 +34,13 @@ enum BinaryRunner {
         return environment
     }
 
-    /// Runs `imgctl` with `arguments` in `directory`; kills it if it outlives `timeout`.
-    static func imgctl(_ arguments: [String], in directory: String, timeout: Duration = .seconds(60)) async throws -> ChildProcess.Output {
-        try await ChildProcess.run(imgctlPath, arguments, in: directory, environment: imgctlEnvironment, timeout: timeout)
+    /// Runs `imgctl` with `arguments` in `directory` (in ``imgctlEnvironment`` unless given
+    /// another); kills it if it outlives `timeout`.
+    static func imgctl(
+        _ arguments: [String], in directory: String, environment: [String: String] = imgctlEnvironment,
+        timeout: Duration = .seconds(60)
+    ) async throws -> ChildProcess.Output {
+        try await ChildProcess.run(imgctlPath, arguments, in: directory, environment: environment, timeout: timeout)
     }
 
     /// Starts `imgd` and returns it running (output discarded), for tests that stop it by force.

@@ -11,7 +11,8 @@ import Glibc
 /// test) fills what it may, up to the reserve; a second uid (``OtherUser``) takes the reserve.
 @Suite(
     "imgd: --max-connections is a total no uid passes (the real binary)",
-    .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"))
+    .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"),
+    .timeLimit(.minutes(10)))
 struct DaemonConnectionCapTests {
     @Test("--max-connections 4: root holds 3 (one kept in reserve), a second uid takes the 4th; then both get busy for the total; once it closes, the second uid is served again")
     func total() async throws {
@@ -41,7 +42,7 @@ struct DaemonConnectionCapTests {
         // The second uid, with none open, takes the last one and keeps it.
         let watcher = try ChildProcess(
             OtherUser.setpriv,
-            ["--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.gid)", "--clear-groups", "--", OtherUser.imgctlPath, "watch", "--socket", socket],
+            ["--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.gid)", "--clear-groups", "--", BinaryRunner.imgctlPath, "watch", "--socket", socket],
             in: "/", environment: ["PATH": "/usr/bin:/bin"])
         defer { if watcher.isRunning { kill(watcher.pid, SIGKILL) } }
 

@@ -10,7 +10,7 @@ import Glibc
 /// test server's request log: `--proxy` (every request to the proxy, in absolute form; the
 /// `*_proxy` environment ignored), `--timeout` (one whole attempt) and `--max-body-bytes`
 /// (declared or counted as it streams, never retried).
-@Suite("imgd: --proxy, --timeout and --max-body-bytes (the real binary)")
+@Suite("imgd: --proxy, --timeout and --max-body-bytes (the real binary)", .timeLimit(.minutes(10)))
 struct DaemonDownloadFlagTests {
     @Test("--proxy: requests go to the proxy in absolute form, for a name only it can resolve and for a reachable origin alike; the origin hears nothing")
     func proxy() async throws {
@@ -68,7 +68,7 @@ struct DaemonDownloadFlagTests {
             let slowBody = "/img/slow-body.png?bytes=20000&slow_bps=2000&no_cl=1"
             for target in [lateHead, slowBody] {
                 let reply = try await daemon.call(#"{"cmd":"get","url":"\#(server.url(target))"}"#)
-                #expect(Self.errorCode(reply) == "timeout", "\(target): \(reply)")
+                #expect(ControlReply.errorCode(reply) == "timeout", "\(target): \(reply)")
                 #expect(server.requestCount(target) == 1, "\(target) was asked \(server.requestCount(target)) times")
             }
             let prompt = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/prompt.png?delay_ms=100"))"}"#)
@@ -88,7 +88,7 @@ struct DaemonDownloadFlagTests {
             let large = ["/img/declared.png?bytes=200000", "/img/undeclared.png?bytes=200000&no_cl=1", "/img/chunked.png?bytes=200000&chunked=1"]
             for target in large {
                 let reply = try await daemon.call(#"{"cmd":"get","url":"\#(server.url(target))"}"#)
-                #expect(Self.errorCode(reply) == "too_large", "\(target): \(reply)")
+                #expect(ControlReply.errorCode(reply) == "too_large", "\(target): \(reply)")
                 #expect(server.requestCount(target) == 1, "\(target) was asked \(server.requestCount(target)) times")
             }
             let small = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/small.png?bytes=60000&no_cl=1"))"}"#)
@@ -98,10 +98,5 @@ struct DaemonDownloadFlagTests {
             #expect(scratch.files(under: "imgd-data/cache").count == 1, "\(scratch.files(under: "imgd-data/cache"))")
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }
-    }
-
-    /// The `error.code` of a failed reply.
-    static func errorCode(_ reply: [String: Any]) -> String? {
-        (reply["error"] as? [String: Any])?["code"] as? String
     }
 }

@@ -23,9 +23,9 @@ struct DaemonMemoryBoundsTests {
 
         let over = (0..<4).map { "\"" + server.url("/img/over-\($0).png") + "\"" }.joined(separator: ",")
         let refused = try await connection.call(#"{"cmd":"add","urls":[\#(over)]}"#)
-        #expect(errorCode(refused) == "invalid_argument", "\(refused)")
-        #expect(errorMessage(refused).contains("\"urls\""), "\(refused)")
-        #expect(errorMessage(refused).contains("4 URLs") && errorMessage(refused).contains("limit of 3"), "\(refused)")
+        #expect(ControlReply.errorCode(refused) == "invalid_argument", "\(refused)")
+        #expect(ControlReply.errorMessage(refused).contains("\"urls\""), "\(refused)")
+        #expect(ControlReply.errorMessage(refused).contains("4 URLs") && ControlReply.errorMessage(refused).contains("limit of 3"), "\(refused)")
 
         let atLimit = (0..<3).map { "\"" + server.url("/img/ok-\($0).png") + "\"" }.joined(separator: ",")
         let accepted = try await connection.result(#"{"cmd":"add","urls":[\#(atLimit)]}"#)
@@ -62,10 +62,10 @@ struct DaemonMemoryBoundsTests {
 
         let two = (0..<2).map { "\"" + server.url("/img/refused-\($0).png") + "\"" }.joined(separator: ",")
         let full = try await connection.call(#"{"cmd":"add","urls":[\#(two)]}"#)
-        #expect(errorCode(full) == "queue_full", "\(full)")
-        #expect(errorMessage(full).contains("max-queued") && errorMessage(full).contains("nothing of this request"), "\(full)")
+        #expect(ControlReply.errorCode(full) == "queue_full", "\(full)")
+        #expect(ControlReply.errorMessage(full).contains("max-queued") && ControlReply.errorMessage(full).contains("nothing of this request"), "\(full)")
         let notWaiting = try await connection.call(#"{"cmd":"get","url":"\#(server.url("/img/refused-w.png"))","wait":false}"#)
-        #expect(errorCode(notWaiting) == "queue_full", "\(notWaiting)")
+        #expect(ControlReply.errorCode(notWaiting) == "queue_full", "\(notWaiting)")
         // The connection is still usable, and what is already cached is still answered.
         #expect(try await connection.call(#"{"cmd":"ping"}"#)["ok"] as? Bool == true)
 
@@ -108,8 +108,8 @@ struct DaemonMemoryBoundsTests {
         // Four more: ~72 KB in all, past 64 KiB though only 10 requests: refused, all of them.
         let four = (0..<4).map { long("long-refused-\($0)") }.joined(separator: ",")
         let full = try await connection.call(#"{"cmd":"add","urls":[\#(four)]}"#)
-        #expect(errorCode(full) == "queue_full", "\(full)")
-        #expect(errorMessage(full).contains("max-queued-bytes") && errorMessage(full).contains("nothing of this request"), "\(full)")
+        #expect(ControlReply.errorCode(full) == "queue_full", "\(full)")
+        #expect(ControlReply.errorMessage(full).contains("max-queued-bytes") && ControlReply.errorMessage(full).contains("nothing of this request"), "\(full)")
 
         server.openGate("b")
         let fetched = await eventuallyAsync(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-ok-") == 5 }
@@ -140,13 +140,13 @@ struct DaemonMemoryBoundsTests {
         #expect(bigBody.count > 20 * 1024)
 
         let fetched = try await connection.call(#"{"cmd":"get","url":"\#(big)","data":true}"#)
-        #expect(errorCode(fetched) == "too_large", "\(fetched)")
-        #expect(errorMessage(fetched).contains("\(bigBody.count) bytes") && errorMessage(fetched).contains("path"), "\(fetched)")
+        #expect(ControlReply.errorCode(fetched) == "too_large", "\(fetched)")
+        #expect(ControlReply.errorMessage(fetched).contains("\(bigBody.count) bytes") && ControlReply.errorMessage(fetched).contains("path"), "\(fetched)")
         let fromMemory = try await connection.call(#"{"cmd":"get","url":"\#(big)","data":true}"#)
-        #expect(errorCode(fromMemory) == "too_large", "\(fromMemory)")
+        #expect(ControlReply.errorCode(fromMemory) == "too_large", "\(fromMemory)")
         #expect(try await connection.result(#"{"cmd":"purge","tier":"memory"}"#)["purged_bytes"] != nil)
         let fromDisk = try await connection.call(#"{"cmd":"get","url":"\#(big)","data":true}"#)
-        #expect(errorCode(fromDisk) == "too_large", "\(fromDisk)")
+        #expect(ControlReply.errorCode(fromDisk) == "too_large", "\(fromDisk)")
 
         let byPath = try await connection.result(#"{"cmd":"get","url":"\#(big)"}"#)
         let path = try #require(byPath["path"] as? String)
@@ -197,19 +197,19 @@ struct DaemonMemoryBoundsTests {
         #expect((whole["failures"] as? [Any])?.count == 25)
         #expect(whole["next"] is NSNull, "\(whole)")
         let tooMany = try await connection.call(#"{"cmd":"failed","list":"bad.txt","limit":1001}"#)
-        #expect(errorCode(tooMany) == "invalid_argument" && errorMessage(tooMany).contains("\"limit\""), "\(tooMany)")
+        #expect(ControlReply.errorCode(tooMany) == "invalid_argument" && ControlReply.errorMessage(tooMany).contains("\"limit\""), "\(tooMany)")
         let thousand = try await connection.call(#"{"cmd":"failed","limit":1000}"#)
         #expect(thousand["ok"] as? Bool == true, "\(thousand)")
         for bad in ["nonsense!", "", "bDpub3Q"] {  // not base64; empty; "l:not" encoded
             let reply = try await connection.call(#"{"cmd":"failed","list":"bad.txt","after":"\#(bad)"}"#)
-            #expect(errorCode(reply) == "invalid_argument" && errorMessage(reply).contains("\"after\""), "\(bad): \(reply)")
+            #expect(ControlReply.errorCode(reply) == "invalid_argument" && ControlReply.errorMessage(reply).contains("\"after\""), "\(bad): \(reply)")
         }
 
         // The remembered failures: five 404s, in pages of two, in URL order.
         let missing = (0..<5).map { server.url("/status/404?n=\($0)") }
         for url in missing {
             let reply = try await connection.call(#"{"cmd":"get","url":"\#(url)"}"#)
-            #expect(errorCode(reply) == "http_404", "\(reply)")
+            #expect(ControlReply.errorCode(reply) == "http_404", "\(reply)")
         }
         var urls: [String] = []
         after = nil
@@ -227,7 +227,7 @@ struct DaemonMemoryBoundsTests {
         let listCursor = try #require(
             try await connection.result(#"{"cmd":"failed","list":"bad.txt","limit":1}"#)["next"] as? String)
         let crossed = try await connection.call(#"{"cmd":"failed","after":"\#(listCursor)"}"#)
-        #expect(errorCode(crossed) == "invalid_argument", "\(crossed)")
+        #expect(ControlReply.errorCode(crossed) == "invalid_argument", "\(crossed)")
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
     }
 
@@ -256,12 +256,4 @@ struct DaemonMemoryBoundsTests {
         #expect(json.stdout.split(separator: "\n").count == 2, "one reply line per page")
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
     }
-}
-
-private func errorCode(_ reply: [String: Any]) -> String? {
-    (reply["error"] as? [String: Any])?["code"] as? String
-}
-
-private func errorMessage(_ reply: [String: Any]) -> String {
-    (reply["error"] as? [String: Any])?["message"] as? String ?? ""
 }

@@ -75,10 +75,13 @@ struct DaemonOriginTests {
         // ~200 s), so the get did not wait for a slot to free itself.
         for index in tarpits.indices {
             let list = try await daemon.list("tarpit-\(index).txt")
-            #expect(list?["state"] as? String == "active" && list?["cached"] as? Int == 0, "\(String(describing: list))")
+            #expect(
+                list?["state"] as? String == "active" && list?["cached"] as? Int == 0 && list?["failed"] as? Int == 0,
+                "\(String(describing: list))")
         }
         let stats = try await daemon.result(#"{"cmd":"stats"}"#)
         #expect((stats["preempted"] as? Int ?? 0) >= 1, "\(stats)")
+        #expect(stats["paced_out"] as? Int == 0, "no tarpit was paced out: \(stats)")
         _ = await daemon.stop()
         for server in tarpits + [fast] { try await server.shutdown() }
     }

@@ -105,7 +105,7 @@ struct DaemonServiceTests {
             // ended by the cancel, not by the stop deadline giving up on it.
             #expect(!daemon.log.contains("did not stop within"), "log:\n\(daemon.log)")
             if let line = await waiting.value {
-                let code = Self.errorCode(try KeptConnection.parseReply(line))
+                let code = ControlReply.errorCode(try KeptConnection.parseReply(line))
                 #expect(code == "cancelled" || code == "shutting_down", "\(line)")
             } else {
                 Issue.record("the waiting client got no reply, only the connection closed")
@@ -436,7 +436,7 @@ struct DaemonServiceTests {
             let restarted = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
             defer { restarted.killIfRunning() }
             let refused = try await restarted.call(#"{"cmd":"get","url":"\#(server.url("/img/refused.png"))"}"#)
-            #expect(Self.errorCode(refused) == "policy_denied", "\(refused)")
+            #expect(ControlReply.errorCode(refused) == "policy_denied", "\(refused)")
             #expect(await restarted.stop() == 0, "log:\n\(restarted.log)")
         }
     }
@@ -505,22 +505,22 @@ struct DaemonServiceTests {
 
             // Errors that leave the connection usable.
             let bad = try await connection.call(#"{"id":1,"cmd":"#)
-            #expect(Self.errorCode(bad) == "bad_request", "\(bad)")
+            #expect(ControlReply.errorCode(bad) == "bad_request", "\(bad)")
             #expect(bad["id"] is NSNull, "\(bad)")
             let notObject = try await connection.call(#"[1,2]"#)
-            #expect(Self.errorCode(notObject) == "bad_request", "\(notObject)")
+            #expect(ControlReply.errorCode(notObject) == "bad_request", "\(notObject)")
             let pong = try await connection.call(#"{"id":2,"cmd":"ping"}"#)
             #expect(pong["id"] as? Int == 2)
             #expect((pong["result"] as? [String: Any])?["pong"] as? Bool == true, "\(pong)")
             let unknown = try await connection.call(#"{"id":3,"cmd":"frobnicate"}"#)
-            #expect(Self.errorCode(unknown) == "unknown_command", "\(unknown)")
-            #expect(Self.errorMessage(unknown).contains("frobnicate"), "\(unknown)")
+            #expect(ControlReply.errorCode(unknown) == "unknown_command", "\(unknown)")
+            #expect(ControlReply.errorMessage(unknown).contains("frobnicate"), "\(unknown)")
             let noURL = try await connection.call(#"{"id":4,"cmd":"get"}"#)
-            #expect(Self.errorCode(noURL) == "invalid_argument", "\(noURL)")
-            #expect(Self.errorMessage(noURL).contains("url"), "\(noURL)")
+            #expect(ControlReply.errorCode(noURL) == "invalid_argument", "\(noURL)")
+            #expect(ControlReply.errorMessage(noURL).contains("url"), "\(noURL)")
             let badTier = try await connection.call(#"{"id":5,"cmd":"purge","tier":"x"}"#)
-            #expect(Self.errorCode(badTier) == "invalid_argument", "\(badTier)")
-            #expect(Self.errorMessage(badTier).contains("tier"), "\(badTier)")
+            #expect(ControlReply.errorCode(badTier) == "invalid_argument", "\(badTier)")
+            #expect(ControlReply.errorMessage(badTier).contains("tier"), "\(badTier)")
 
             // get with data: exactly the server's bytes.
             let target = "/img/data.png?w=24&h=16"
@@ -538,7 +538,7 @@ struct DaemonServiceTests {
             // fetch: false on a miss; wait: false on a miss.
             let absent = server.url("/img/absent.png")
             let notFound = try await connection.call(#"{"cmd":"get","url":"\#(absent)","fetch":false}"#)
-            #expect(Self.errorCode(notFound) == "not_found", "\(notFound)")
+            #expect(ControlReply.errorCode(notFound) == "not_found", "\(notFound)")
             #expect(server.requestCount(prefix: "/img/absent.png") == 0, "fetch: false fetched")
             let later = server.url("/img/later.png")
             let pending = try await connection.call(#"{"cmd":"get","url":"\#(later)","wait":false}"#)
@@ -552,7 +552,7 @@ struct DaemonServiceTests {
             // A 404 is http_404, remembered; failed lists it.
             let missing = server.url("/status/404")
             let failed = try await connection.call(#"{"cmd":"get","url":"\#(missing)"}"#)
-            #expect(Self.errorCode(failed) == "http_404", "\(failed)")
+            #expect(ControlReply.errorCode(failed) == "http_404", "\(failed)")
             let failures = try await connection.result(#"{"cmd":"failed"}"#)["failures"] as? [[String: Any]] ?? []
             #expect(
                 failures.contains { ($0["url"] as? String)?.hasSuffix("/status/404") == true && $0["code"] as? String == "http_404" },
@@ -563,12 +563,12 @@ struct DaemonServiceTests {
             #expect(evicted["evicted"] as? Int == 1, "\(evicted)")
             #expect(!FileManager.default.fileExists(atPath: path), "evict left \(path)")
             let gone = try await connection.call(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)
-            #expect(Self.errorCode(gone) == "not_found", "\(gone)")
+            #expect(ControlReply.errorCode(gone) == "not_found", "\(gone)")
 
             // retry {url}: a URL that failed once (404, then the image) is forgotten and fetched.
             let flaky = server.url("/flaky/once.png?fail=1&status=404")
             let first = try await connection.call(#"{"cmd":"get","url":"\#(flaky)"}"#)
-            #expect(Self.errorCode(first) == "http_404", "\(first)")
+            #expect(ControlReply.errorCode(first) == "http_404", "\(first)")
             let remembered = try await connection.result(#"{"cmd":"failed"}"#)["failures"] as? [[String: Any]] ?? []
             #expect(remembered.contains { ($0["url"] as? String)?.contains("/flaky/once.png") == true }, "failed: \(remembered)")
             let retried = try await connection.result(#"{"cmd":"retry","url":"\#(flaky)"}"#)
@@ -584,7 +584,7 @@ struct DaemonServiceTests {
             // A line over 1 MiB: line_too_long, then the connection is closed.
             let long = try await KeptConnection(daemon.socket)
             let reply = try await long.sendOversizedLine(bytes: 10 << 20)
-            #expect(Self.errorCode(reply) == "line_too_long", "\(reply)")
+            #expect(ControlReply.errorCode(reply) == "line_too_long", "\(reply)")
             #expect(await long.isClosedByPeer(), "the connection stayed open after line_too_long")
             let stillServing = try await connection.call(#"{"cmd":"ping"}"#)
             #expect(stillServing["ok"] as? Bool == true)
@@ -639,32 +639,34 @@ struct DaemonServiceTests {
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let socket = daemon.socket
+            // Without the service environment a test may have set around the daemon.
+            let imgctlEnvironment = ServiceProcess.cleanEnvironment()
 
-            let status = try await imgctl(placement.arguments(socket: socket, ["status"]), in: scratch.path)
+            let status = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["status"]), in: scratch.path, environment: imgctlEnvironment)
             #expect(status.status == 0, "\(status.stderr)")
 
-            let got = try await imgctl(placement.arguments(socket: socket, ["get", server.url("/img/ctl.png")]), in: scratch.path)
+            let got = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["get", server.url("/img/ctl.png")]), in: scratch.path, environment: imgctlEnvironment)
             #expect(got.status == 0, "\(got.stderr)")
             let path = got.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(path.hasPrefix("/") && FileManager.default.fileExists(atPath: path), "not a path that exists: \(got.stdout)")
 
             let target = "/img/out.jpg?w=20&h=10"
             let output = scratch.path + "/out.jpg"
-            let written = try await imgctl(placement.arguments(socket: socket, ["get", server.url(target), "-o", output]), in: scratch.path)
+            let written = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["get", server.url(target), "-o", output]), in: scratch.path, environment: imgctlEnvironment)
             #expect(written.status == 0, "\(written.stderr)")
             #expect(FileManager.default.contents(atPath: output).map([UInt8].init) == TestHTTPServer.body(for: target))
 
-            let unreachable = try await imgctl(placement.arguments(socket: "/nonexistent", ["status"]), in: scratch.path)
+            let unreachable = try await BinaryRunner.imgctl(placement.arguments(socket: "/nonexistent", ["status"]), in: scratch.path, environment: imgctlEnvironment)
             #expect(unreachable.status == 3, "exit status \(unreachable.status): \(unreachable.stderr)")
             #expect(unreachable.stderr.contains("/nonexistent"), "\(unreachable.stderr)")
 
-            let notURL = try await imgctl(placement.arguments(socket: socket, ["get", "not a url"]), in: scratch.path)
+            let notURL = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["get", "not a url"]), in: scratch.path, environment: imgctlEnvironment)
             #expect(notURL.status == 1, "exit status \(notURL.status): \(notURL.stderr)")
             #expect(notURL.stderr.contains("invalid_argument") && notURL.stderr.contains("url"), "\(notURL.stderr)")
 
             let listURLs = (0..<3).map { server.url("/img/list\($0).png") }
             try scratch.write("links.txt", listURLs.joined(separator: "\n") + "\n")
-            let warm = try await imgctl(placement.arguments(socket: socket, ["warm", scratch.path + "/links.txt", "--wait"]), in: scratch.path)
+            let warm = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["warm", scratch.path + "/links.txt", "--wait"]), in: scratch.path, environment: imgctlEnvironment)
             #expect(warm.status == 0, "exit status \(warm.status): \(warm.stdout)\(warm.stderr)")
             for url in listURLs {
                 let cached = try await daemon.call(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)
@@ -692,7 +694,8 @@ struct DaemonServiceTests {
             try Data(rewritten.map { $0 ^ 0xFF }).write(to: URL(fileURLWithPath: paths[0]))
             #expect(truncate(paths[1], 10) == 0)
 
-            let first = try await imgctl(["fsck", "--socket", daemon.socket], in: scratch.path)
+            let imgctlEnvironment = ServiceProcess.cleanEnvironment()
+            let first = try await BinaryRunner.imgctl(["fsck", "--socket", daemon.socket], in: scratch.path, environment: imgctlEnvironment)
             #expect(first.status == 1, "exit status \(first.status): \(first.stdout)\(first.stderr)")
             #expect(first.stdout == "checked 4 entries: 2 bad, 2 removed\n", "\(first.stdout)")
             for url in urls[..<2] {
@@ -708,7 +711,7 @@ struct DaemonServiceTests {
             #expect(again["source"] as? String == "network")
             #expect(FileManager.default.contents(atPath: paths[0]).map([UInt8].init) == TestHTTPServer.body(for: "/img/fsck0.png"))
 
-            let second = try await imgctl(["fsck", "--socket", daemon.socket], in: scratch.path)
+            let second = try await BinaryRunner.imgctl(["fsck", "--socket", daemon.socket], in: scratch.path, environment: imgctlEnvironment)
             #expect(second.status == 0, "exit status \(second.status): \(second.stdout)\(second.stderr)")
             #expect(second.stdout == "checked 3 entries: 0 bad, 0 removed\n", "\(second.stdout)")
             #expect(daemon.log.contains("fsck: removed"), "\(daemon.log)")
@@ -720,14 +723,6 @@ struct DaemonServiceTests {
 
     static func cacheLimit(_ daemon: DaemonProcess) async throws -> Int? {
         (try await daemon.result(#"{"cmd":"status"}"#)["cache"] as? [String: Any])?["limit"] as? Int
-    }
-
-    static func errorCode(_ reply: [String: Any]) -> String? {
-        (reply["error"] as? [String: Any])?["code"] as? String
-    }
-
-    static func errorMessage(_ reply: [String: Any]) -> String {
-        (reply["error"] as? [String: Any])?["message"] as? String ?? ""
     }
 
     static func jsonArray(_ strings: [String]) -> String {
@@ -880,12 +875,4 @@ fileprivate extension DaemonProcess {
     func killIfRunning() {
         if isRunning { kill(pid, SIGKILL) }
     }
-}
-
-/// `imgctl`, built beside `imgd`.
-private let imgctlPath = URL(fileURLWithPath: BinaryRunner.imgdPath).deletingLastPathComponent().appendingPathComponent("imgctl").path
-
-/// Runs `imgctl` with `arguments` in `folder`; its output and exit status.
-private func imgctl(_ arguments: [String], in folder: String, timeout: Duration = .seconds(60)) async throws -> ChildProcess.Output {
-    try await ChildProcess.run(imgctlPath, arguments, in: folder, environment: ServiceProcess.cleanEnvironment(), timeout: timeout)
 }

@@ -288,8 +288,11 @@ struct DownloaderRetryTests {
 
     @Test("429 with Retry-After holds the host until then: another URL on it waits, another host does not")
     func retryAfter() async throws {
-        try await withFixture { fixture in
-            let other = try await TestHTTPServer.start()
+        // One log of arrivals over both hosts: the order is what the servers saw.
+        let order = RequestOrder()
+        let held = try await TestHTTPServer.start(order: order)
+        try await withFixture(server: held) { fixture in
+            let other = try await TestHTTPServer.start(order: order)
             let target = "/flaky/ra.png?fail=1&status=429&retry_after=5"
             let sameHost = "/img/same-host.png"
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -306,15 +309,17 @@ struct DownloaderRetryTests {
                     _ = try await fixture.downloader.fetch(neighbour)
                     #expect(ContinuousClock.now - started >= .seconds(5), "the same host's other URL waited for Retry-After")
                 }
-                // Another host is not held: its image arrives (in milliseconds, well inside the
-                // 5 s hold, long enough for a loaded machine) while the held host has seen no
-                // request for the other URL, nor the retry.
+                // Another host is not held: its image is fetched while the held host waits.
                 let elsewhere = try await fixture.downloader.fetch(ImageURL(other.url("/img/elsewhere.png")))
                 #expect(elsewhere.source == .network)
-                #expect(fixture.server.requestCount(sameHost) == 0, "the held host was asked before Retry-After")
-                #expect(fixture.server.requestCount(target) == 1)
                 try await group.waitForAll()
             }
+            // The 429, then the other host's request, and only then the held host's two: the
+            // retry and the other URL (in either order, both released by the end of the hold).
+            let arrivals = order.all
+            #expect(arrivals.count == 4, "\(arrivals)")
+            #expect(arrivals.first == target && arrivals.dropFirst().first == "/img/elsewhere.png", "\(arrivals)")
+            #expect(arrivals.dropFirst(2).sorted() == [target, sameHost].sorted(), "\(arrivals)")
             // After the hold, both were fetched: the retry and the other URL, each once.
             #expect(fixture.server.requestCount(target) == 2)
             #expect(fixture.server.requestCount(sameHost) == 1)

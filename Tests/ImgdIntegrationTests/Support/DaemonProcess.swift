@@ -180,19 +180,25 @@ func eventuallyAsync(
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return true }
-        try? await Task.sleep(for: interval)
+        do {
+            try await Task.sleep(for: interval)
+        } catch {
+            return false  // cancelled: the sleep would throw at once on every turn
+        }
     }
     return (try? await condition()) == true
 }
 
-/// Polls `state` (which may talk to the daemon) until it is done, failing only once its
-/// progress (a count that grows while the daemon works, such as a claim's lines) has not grown
-/// for `stall`: a loaded machine takes longer, a stuck daemon still fails. Returns whether it
-/// got done.
+/// Polls `state` (which may talk to the daemon) until it is done, failing once its progress (a
+/// count that grows while the daemon works, such as a claim's lines) has not grown for `stall`,
+/// or once `limit` has passed in all: a loaded machine takes longer, a stuck daemon still fails,
+/// and a daemon that creeps forward forever fails too. Returns whether it got done (false as
+/// well when the task is cancelled, rather than polling on without a pause).
 func eventuallyWhileProgressing(
-    stall: Duration = .seconds(30), interval: Duration = .milliseconds(100),
+    stall: Duration = .seconds(30), limit: Duration = .seconds(600), interval: Duration = .milliseconds(100),
     _ state: () async throws -> (progress: Int, done: Bool)
 ) async -> Bool {
+    let deadline = ContinuousClock.now + limit
     var best = Int.min
     var lastGrowth = ContinuousClock.now
     while true {
@@ -203,8 +209,12 @@ func eventuallyWhileProgressing(
                 lastGrowth = .now
             }
         }
-        if ContinuousClock.now - lastGrowth > stall { return false }
-        try? await Task.sleep(for: interval)
+        if ContinuousClock.now - lastGrowth > stall || ContinuousClock.now >= deadline { return false }
+        do {
+            try await Task.sleep(for: interval)
+        } catch {
+            return false  // cancelled: the sleep would throw at once on every turn
+        }
     }
 }
 

@@ -13,8 +13,6 @@ struct OtherUser: Sendable {
     static let uid: UInt32 = 65534
     static let gid: UInt32 = 65534
     static let setpriv = "/usr/bin/setpriv"
-    static let imgctlPath = URL(fileURLWithPath: BinaryRunner.imgdPath).deletingLastPathComponent()
-        .appendingPathComponent("imgctl").path
 
     /// Whether a child can run as another uid here (root, and setpriv installed).
     static let available = getuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv)
@@ -33,7 +31,7 @@ struct OtherUser: Sendable {
         let groupOption = groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ",")
         let command = [arguments[0], "--socket", socket] + arguments.dropFirst()
         return try await ChildProcess.run(
-            Self.setpriv, ["--reuid=\(Self.uid)", "--regid=\(Self.gid)", groupOption, "--", Self.imgctlPath] + command,
+            Self.setpriv, ["--reuid=\(Self.uid)", "--regid=\(Self.gid)", groupOption, "--", BinaryRunner.imgctlPath] + command,
             in: "/", environment: ["PATH": "/usr/bin:/bin"], timeout: .seconds(60))
     }
 

@@ -91,11 +91,14 @@ struct DownloaderFixture {
 
 
 /// Runs `body` with a fresh fixture and always tears it down, whether `body` passes or throws.
+/// The fixture's server is started here (with `tls`), or is `server` when one is given (which
+/// the fixture then shuts down).
 func withFixture<T>(
     policy: DownloadPolicy = DownloaderFixture.testPolicy(), diskLimit: Int = DiskCache.defaultLimit,
-    tls: TestHTTPServer.TLS? = nil, _ body: (DownloaderFixture) async throws -> T
+    tls: TestHTTPServer.TLS? = nil, server given: TestHTTPServer? = nil, _ body: (DownloaderFixture) async throws -> T
 ) async throws -> T {
-    let server = try await TestHTTPServer.start(tls: tls)
+    let server: TestHTTPServer
+    if let given { server = given } else { server = try await TestHTTPServer.start(tls: tls) }
     let fixture: DownloaderFixture
     do {
         fixture = try await DownloaderFixture(policy: policy, diskLimit: diskLimit, server: server)
