@@ -11,7 +11,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
-.PHONY: run test build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan
+.PHONY: run test smoke build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
@@ -43,9 +43,17 @@ run: build
 # measure the crowd instead of imgd. 16 at a time keeps both cores busy and the run as short.
 TEST_WIDTH ?= 16
 
+# In CI (the CI variable set), make test also runs `make smoke` after the suite.
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
+	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory smoke; fi
+
+# The short run of the long proofs that CI makes: every fuzz target for 20 s, and the crash
+# loop with 10 kills against the debug imgd the suite just built (needs root and loop devices).
+smoke: test-deps
+	FUZZ_SECONDS=20 Tests/Fuzz/fuzz.sh
+	IMGD=$$($(SWIFT) build --show-bin-path)/imgd bench/crash-loop.sh --kills 10
 
 # The long proofs (README, "Proofs under faults"). Each has its own build folder.
 # make fuzz: every fuzz target under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
