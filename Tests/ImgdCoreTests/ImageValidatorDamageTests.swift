@@ -359,13 +359,10 @@ import ImgdTestSupport
 
     /// A body spilled to disk is read with `pread` in pieces (no lending): the answers must be the same.
     @Test func fileSourceAgreesOnDamagedBodies() throws {
-        var template = Array("/tmp/imgd-validation-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        try #require(descriptor >= 0)
-        defer {
-            close(descriptor)
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        }
+        let scratch = try ScratchFile()
+        let descriptor = scratch.descriptor
+        // The descriptor is used without the object below: keep the file open to the end.
+        defer { withExtendedLifetime(scratch) {} }
         var flipped = TestImages.png(bytes: 600_000)
         flipped[400_000] ^= 0x01
         let bodies: [[UInt8]] = [
@@ -390,13 +387,10 @@ import ImgdTestSupport
 /// whose own size field matches the expected size and is never compared with the file.
 @Suite struct ShortFileValidationTests {
     @Test func aFileShorterThanItsCountIsTruncatedInEveryFormat() throws {
-        var template = Array("/tmp/imgd-validation-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        try #require(descriptor >= 0)
-        defer {
-            close(descriptor)
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        }
+        let scratch = try ScratchFile()
+        let descriptor = scratch.descriptor
+        // The descriptor is used without the object below: keep the file open to the end.
+        defer { withExtendedLifetime(scratch) {} }
         let bodies: [[UInt8]] = [
             ImageFixture.webpVP8(width: 2, height: 2), ImageFixture.webpVP8L(width: 2, height: 2),
             ImageFixture.webpVP8X(width: 2, height: 2), ImageFixture.bmp(width: 2, height: 2),

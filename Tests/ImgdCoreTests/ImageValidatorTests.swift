@@ -721,13 +721,10 @@ final class CountingByteSource: ImageByteSource {
     // MARK: Byte sources
 
     @Test func fileSourceGivesTheSameAnswersAsMemory() throws {
-        var template = Array("/tmp/imgd-validation-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        try #require(descriptor >= 0)
-        defer {
-            close(descriptor)
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        }
+        let scratch = try ScratchFile()
+        let descriptor = scratch.descriptor
+        // The descriptor is used without the object below: keep the file open to the end.
+        defer { withExtendedLifetime(scratch) {} }
         let bodies = Self.everyFormat.map(\.1) + [
             Array(TestImages.png(width: 8, height: 8).dropLast(3)), TestImages.htmlPage,
             TestImages.pngHeaderOnly(width: 100_000, height: 100_000),

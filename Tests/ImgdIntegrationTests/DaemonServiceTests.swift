@@ -21,7 +21,7 @@ struct DaemonServiceTests {
         defer { scratch.remove() }
         let notify = try NotifySocket(in: scratch.path)
         defer { notify.close() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             // sd_watchdog_enabled() honours WATCHDOG_USEC only when WATCHDOG_PID is our pid: a
             // shell sets it to its own pid, then becomes imgd (exec keeps the pid).
             let daemon = try ServiceProcess(
@@ -91,7 +91,7 @@ struct DaemonServiceTests {
     func stopWhileWaiting() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let connection = try await KeptConnection(daemon.socket)
@@ -229,7 +229,7 @@ struct DaemonServiceTests {
     func secondDaemonSharingState() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let spool = try #require(try await daemon.result(#"{"cmd":"status"}"#)["spool"] as? String)
@@ -289,7 +289,7 @@ struct DaemonServiceTests {
         defer { scratch.remove() }
         let file = scratch.path + "/imgd.toml"
         try scratch.write("imgd.toml", "# imgd\ndisk-limit = \"2MiB\"\nmax-parallel = 2\n")
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
             defer { daemon.killIfRunning() }
             #expect(try await Self.cacheLimit(daemon) == 2 << 20)
@@ -411,7 +411,7 @@ struct DaemonServiceTests {
         defer { scratch.remove() }
         let file = scratch.path + "/imgd.toml"
         try scratch.write("imgd.toml", "max-per-host = 4\n")
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", file])
             defer { daemon.killIfRunning() }
             let before = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/before.png"))"}"#)
@@ -449,7 +449,7 @@ struct DaemonServiceTests {
         defer { scratch.remove() }
         let fifo = scratch.path + "/memory.pressure"
         #expect(mkfifo(fifo, 0o600) == 0)
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, environment: ["MEMORY_PRESSURE_WATCH": fifo])
             defer { daemon.killIfRunning() }
             for index in 0..<3 {
@@ -498,7 +498,7 @@ struct DaemonServiceTests {
     func protocolPaths() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let connection = try await KeptConnection(daemon.socket)
@@ -596,7 +596,7 @@ struct DaemonServiceTests {
     func parallelToNewHost() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             // The first transfer to this host waits for its response; a get of another image on
@@ -635,7 +635,7 @@ struct DaemonServiceTests {
     func imgctlAgainstDaemon(placement: OptionPlacement) async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let socket = daemon.socket
@@ -680,7 +680,7 @@ struct DaemonServiceTests {
     func onlineFsck() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try await withHTTPServer { server in
+        try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
             let urls = (0..<4).map { server.url("/img/fsck\($0).png") }
@@ -784,19 +784,6 @@ struct DaemonServiceTests {
 }
 
 // MARK: - Support for this file
-
-/// Runs `body` with a test HTTP server, shutting it down afterwards whatever happens.
-private func withHTTPServer<T: Sendable>(_ body: (TestHTTPServer) async throws -> T) async throws -> T {
-    let server = try await TestHTTPServer.start()
-    do {
-        let value = try await body(server)
-        try await server.shutdown()
-        return value
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-}
 
 /// Polls an async `condition` every few milliseconds until it holds or `timeout` passes.
 private func pollUntil(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
