@@ -784,3 +784,33 @@ final class CountingByteSource: ImageByteSource {
         }
     }
 }
+
+/// A sniffed verdict on a prefix is the verdict on the whole body: an `ftyp` box whose AVIF
+/// brand comes after its first 32 bytes is not refused early (a download would have been
+/// stopped as "not an image"), and brands past the window do not count in any prefix.
+@Suite struct ISOBMFFSniffWindowTests {
+    /// An ftyp box of `brands` compatible brands, the last one `last`.
+    static func ftyp(major: String, filler: Int, last: String) -> [UInt8] {
+        let brands = Array(repeating: "isom", count: filler) + [last]
+        let payload = Array(major.utf8) + [0, 0, 0, 0] + brands.flatMap { Array($0.utf8) }
+        let size = UInt32(8 + payload.count)
+        return withUnsafeBytes(of: size.bigEndian) { Array($0) } + Array("ftyp".utf8) + payload
+    }
+
+    @Test func aLateAVIFBrandWaitsInsteadOfRefusing() {
+        let body = Self.ftyp(major: "isom", filler: 12, last: "avif")  // "avif" at byte 64
+        #expect(body.count > 64)
+        for length in [16, 32, 48, 63] {
+            #expect(ImageValidator.sniff(Array(body.prefix(length)), isComplete: false) == .needMoreBytes, "\(length)")
+        }
+        #expect(ImageValidator.sniff(body, isComplete: false) == .image(.avif))
+        #expect(ImageValidator.sniff(body, isComplete: true) == .image(.avif))
+    }
+
+    @Test func brandsPastTheWindowNeverCount() {
+        let body = Self.ftyp(major: "isom", filler: 70, last: "avif")  // "avif" at byte 296
+        #expect(ImageValidator.sniff(Array(body.prefix(255)), isComplete: false) == .needMoreBytes)
+        #expect(ImageValidator.sniff(Array(body.prefix(256)), isComplete: false) == .notImage)
+        #expect(ImageValidator.sniff(body, isComplete: true) == .notImage)
+    }
+}

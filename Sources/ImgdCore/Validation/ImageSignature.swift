@@ -2,7 +2,8 @@
 ///
 /// `ImageValidator.sniff` (bytes still arriving) and `validate` (dispatching on the format) both
 /// use it, so they cannot disagree about what a format's signature is. Every binary signature
-/// decides within `decisiveLength` bytes. SVG, being text, is `SVGProlog`'s business.
+/// decides within `decisiveLength` bytes, but an ISO-BMFF `ftyp` box's brands, which may take up
+/// to `brandWindow` bytes. SVG, being text, is `SVGProlog`'s business.
 enum ImageSignature {
     /// What a prefix says about one format or all of them.
     enum Match: Equatable {
@@ -12,8 +13,13 @@ enum ImageSignature {
         case mismatch
     }
 
-    /// Every binary signature decides once this many bytes are present.
+    /// Every binary signature but ISO-BMFF's decides once this many bytes are present.
     static let decisiveLength = 32
+    /// How much of an ISO-BMFF `ftyp` box's brands are read (60 compatible brands; real files
+    /// have a handful). A verdict needs the whole box or this much of it, and only brands in
+    /// it count, whatever more is there: a verdict on a prefix is then the verdict on the whole
+    /// body, so a download is never stopped as "not an image" by a brand that comes later.
+    static let brandWindow = 256
 
     /// The binary format whose signature `prefix` carries.
     static func match(_ prefix: UnsafeRawBufferPointer) -> Match {
@@ -116,7 +122,7 @@ enum ImageSignature {
         guard start == .format(.avif) else { return start }
         let boxSize = Int(ImageByteOrder.bigEndian.decode(prefix[0..<4]))
         guard boxSize >= 16 else { return .mismatch }  // header, major brand, minor version
-        let visible = min(boxSize, prefix.count)
+        let visible = min(boxSize, prefix.count, brandWindow)
         var brands: [String] = []
         if visible >= 12 { brands.append(fourCC(prefix, at: 8)) }
         var offset = 16  // compatible brands follow the minor version
@@ -125,8 +131,8 @@ enum ImageSignature {
             offset += 4
         }
         if ISOBMFFBox.imageFormat(brands: brands) == .avif { return .format(.avif) }
-        // An AVIF brand may still come later in the box; wait for it, but not past 32 bytes.
-        guard boxSize <= prefix.count || prefix.count >= decisiveLength else { return .needMoreBytes }
+        // An AVIF brand may still come later in the box; wait for it, within the window.
+        guard prefix.count >= min(boxSize, brandWindow) else { return .needMoreBytes }
         return ISOBMFFBox.imageFormat(brands: brands).map { .format($0) } ?? .mismatch
     }
 

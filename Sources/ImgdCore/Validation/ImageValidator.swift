@@ -30,7 +30,8 @@ public struct ImageValidator: Sendable {
 
     /// Decides from a prefix (e.g. the first bytes curl delivered) whether the body can be an image.
     ///
-    /// Answers `.image` or `.notImage` once 32 bytes are available for binary formats; SVG text
+    /// Answers `.image` or `.notImage` once 32 bytes are available for binary formats (an
+    /// ISO-BMFF `ftyp` box's brands: the box or its first 256 bytes); SVG text
     /// may need up to 1024 bytes. Text that is clearly HTML is refused as soon as it shows.
     /// - Parameter isComplete: no more bytes will come, so "need more" becomes "not an image".
     public static func sniff(_ prefix: UnsafeRawBufferPointer, isComplete: Bool) -> ImageSniff {
