@@ -2,7 +2,6 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import ImgdSystem
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

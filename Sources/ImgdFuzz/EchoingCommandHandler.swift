@@ -1,6 +1,5 @@
 import ImgdCore
 import ImgdDaemon
-import Synchronization
 
 /// The control-line target's command handler: it reads each request's arguments with the
 /// accessors the daemon's commands use (strings, booleans, integers in a range, choices, URLs,

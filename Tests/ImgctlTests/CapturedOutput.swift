@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 @testable import ImgctlCLI
 

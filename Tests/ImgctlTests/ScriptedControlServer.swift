@@ -1,7 +1,6 @@
 import ImgdCore
 import Foundation
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 @testable import ImgctlCLI

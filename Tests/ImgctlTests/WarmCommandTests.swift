@@ -1,6 +1,5 @@
 import ImgdCore
 import Foundation
-import Synchronization
 import Testing
 
 @testable import ImgctlCLI

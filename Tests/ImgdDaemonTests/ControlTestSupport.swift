@@ -4,7 +4,6 @@ import Foundation
 import ImgdTestSupport
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 
 // MARK: - A command handler with a few commands

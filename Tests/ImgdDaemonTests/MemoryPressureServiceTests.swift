@@ -4,7 +4,6 @@ import ImgdDaemon
 import ImgdStore
 import ImgdSystem
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 @Suite("Memory pressure service", .timeLimit(.minutes(5)))

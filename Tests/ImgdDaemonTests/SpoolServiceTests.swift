@@ -4,7 +4,6 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)

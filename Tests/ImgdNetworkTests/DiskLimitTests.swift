@@ -2,7 +2,6 @@ import Foundation
 import ImgdCore
 import ImgdStore
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 @testable import ImgdNetwork

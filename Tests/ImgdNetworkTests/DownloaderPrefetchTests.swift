@@ -1,7 +1,6 @@
 import Foundation
 import ImgdCore
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 @testable import ImgdNetwork

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 import Testing
 
 @testable import ImgdStore

@@ -1,6 +1,5 @@
 import ImgdCore
 import Foundation
-import Synchronization
 import ImgdTestSupport
 import Testing
 

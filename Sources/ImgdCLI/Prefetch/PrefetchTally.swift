@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// What a prefetch run has done so far, shared by the list tasks that update it and the
 /// progress line and summary that read it (a mutex guards the counts).

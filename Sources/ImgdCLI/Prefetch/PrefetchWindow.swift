@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// Bounds how many URLs of one list are handed to the downloader and not yet answered.
 ///

@@ -9,7 +9,7 @@ import Glibc
 /// calls that ThreadSanitizer cannot see, so every access it guards is reported as a race
 /// (Tests/Sanitizers/README.md shows a ten-line program doing that), and `make test-tsan` could
 /// then prove nothing. ThreadSanitizer intercepts `pthread_mutex_lock`, so races reported
-/// through this lock are real. An uncontended lock and unlock cost about the same (~20 ns).
+/// through this lock are real.
 public final class Locked<Value>: @unchecked Sendable {
     // Unchecked: `value` is read and written only between lock and unlock of `mutex`, which
     // lives at a fixed address for the object's lifetime.

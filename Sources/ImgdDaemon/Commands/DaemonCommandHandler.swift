@@ -2,7 +2,6 @@ import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
-import Synchronization
 
 /// The daemon's commands (Protocol.md, *Commands*), run for the control server. Commands that
 /// change state are logged with the peer that sent them.

@@ -1,6 +1,5 @@
 import ImgdCore
 import NIOCore
-import Synchronization
 
 /// The control server's open connections, admitted up to the limits (``ControlLimits``): the
 /// total, the per-peer cap, and the reserve kept for peers with no connection open. Read by

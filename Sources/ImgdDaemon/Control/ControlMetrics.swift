@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// High-water marks and counts of one control server, so tests can check that its buffers stay
 /// bounded. Written from the connections' event loops, read from anywhere.

@@ -1,6 +1,5 @@
 import ImgdCore
 import NIOCore
-import Synchronization
 
 /// Numbers the daemon's events and hands them to the control connections that subscribed.
 ///

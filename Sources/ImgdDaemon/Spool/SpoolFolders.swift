@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -3,7 +3,6 @@ import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,5 @@
 import ImgdCore
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// One request for one URL: carries it into the engine and its result back, exactly once.
 ///

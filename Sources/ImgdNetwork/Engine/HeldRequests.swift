@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// The requests a ``Downloader`` holds: one per URL handed to its engine (by `fetch` or
 /// `prefetch`) and not answered yet — queued, running, publishing or waiting for a retry,

@@ -2,7 +2,6 @@ import CCurlShim
 import HeapModule
 import ImgdCore
 import ImgdStore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// The hard cap on the disk tier's size, and the bytes counted against it.
 ///

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// Counts every eviction the disk tier makes, by reason, and tells one observer of each.
 ///

@@ -1,6 +1,5 @@
 import CSQLite
 import ImgdCore
-import Synchronization
 
 /// The cache's index: one SQLite row per entry, in `<cache>/index.sqlite` (WAL).
 ///

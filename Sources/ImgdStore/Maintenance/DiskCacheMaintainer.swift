@@ -1,6 +1,5 @@
 import Dispatch
 import ImgdCore
-import Synchronization
 
 /// Keeps a running disk tier within its limits and in good health: the service that owns the
 /// cache's housekeeping while imgd runs.

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// The memory tier: bytes of recently served images, so a hot image is answered without
 /// touching the disk.

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// Reports memory pressure: from the source resolved at start (PSI, systemd's
 /// `MEMORY_PRESSURE_WATCH`, or `avg10` polling), and from ``trigger()`` (the `purge` command).

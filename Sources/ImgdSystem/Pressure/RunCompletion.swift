@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// Hands the monitor thread's outcome to the task waiting in ``MemoryPressureMonitor/run(onWatching:)``,
 /// whichever of the two gets there first. The first ``finish(_:)`` wins; later ones are ignored.

@@ -2,7 +2,6 @@ import ImgdCore
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Wakes the monitor's thread out of `poll` when its task is cancelled: a connected socket pair
 /// whose read end is in the poll set. (Swift's Glibc module declares neither `eventfd` nor

@@ -1,7 +1,6 @@
 import ImgdCore
 import Foundation
 import ImgdTestSupport
-import Synchronization
 import Testing
 
 /// The real `imgd` daemon, started in a scratch folder for one test: its folders are the

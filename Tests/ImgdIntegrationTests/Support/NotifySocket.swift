@@ -1,7 +1,6 @@
 import ImgdCore
 import Foundation
 import ImgdTestSupport
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,5 @@
 import Foundation
 import ImgdCore
-import Synchronization
 
 @testable import ImgdStore
 

@@ -1,5 +1,4 @@
 import ImgdCore
-import Synchronization
 
 /// Records what the descriptors a monitor run opened refer to (through the monitor's
 /// `onDescriptorsOpened` seam), so a test can check that none is still open afterwards.

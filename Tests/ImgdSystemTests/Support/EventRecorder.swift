@@ -1,6 +1,5 @@
 import ImgdCore
 import ImgdSystem
-import Synchronization
 
 /// Collects a monitor's events with the time each arrived.
 final class EventRecorder: Sendable {
