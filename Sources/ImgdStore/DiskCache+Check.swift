@@ -46,8 +46,7 @@ extension DiskCache {
                     try index.markVerified(entry.key)
                 }
             }
-            budget.removed(try index.remove(dropped))
-            for key in dropped { removeFile(of: key) }
+            _ = try removeEntries(dropped)
             report.removed += dropped.count
         }
         if removingOrphans { report.orphanFiles = removeFiles(notIn: known) }

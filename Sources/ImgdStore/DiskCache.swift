@@ -91,9 +91,17 @@ public final class DiskCache: Sendable {
     /// Records entries whose files are in place, counting them as stored; `reserved` bytes held
     /// for them are given back in the same step, so stored + reserved never counts a file twice
     /// (a reading in between would see the cache over its cap). If the index refuses, nothing
-    /// changes: the caller still holds its reservations.
-    public func record(_ entries: [IndexEntry], releasing reserved: Int = 0) throws(SQLiteError) {
-        budget.settle(reserved: reserved, stored: try index.insert(entries))
+    /// changes: the caller still holds its reservations (and ends its publishes itself).
+    ///
+    /// `published` keys end their ``beginPublishing(_:)`` once the rows are committed, before any
+    /// other index write: an eviction that removes one of these new rows then also unlinks its
+    /// file. Ended after the write lock was let go, a row evicted in between had its unlink
+    /// skipped as "being published", and its file stayed on disk with no row, uncounted by the
+    /// cap until the reconcile found it.
+    public func record(
+        _ entries: [IndexEntry], releasing reserved: Int = 0, endingPublishing published: [CacheKey] = []
+    ) throws(SQLiteError) {
+        budget.settle(reserved: reserved, stored: try index.insert(entries, thenWhileLocked: { endPublishing(published) }))
     }
 
     /// Notes that a body of `key` is about to be given its final name; call before anything is
@@ -118,8 +126,21 @@ public final class DiskCache: Sendable {
 
     /// Removes `key`'s row, then its file.
     public func drop(_ key: CacheKey) {
-        if let bytes = try? index.remove([key]) { budget.removed(bytes) }
-        removeFile(of: key)
+        do {
+            _ = try removeEntries([key])
+        } catch {
+            removeFile(of: key)
+        }
+    }
+
+    /// Removes the rows of `keys` and then, before any other index write, their files (see
+    /// ``removeFile(of:)``); returns the bytes the rows recorded, no longer counted as stored.
+    /// Under the write lock, so that a publish of one of these keys cannot record its new row
+    /// and end between the two steps.
+    func removeEntries(_ keys: [CacheKey]) throws(SQLiteError) -> Int {
+        let bytes = try index.remove(keys, thenWhileLocked: { for key in keys { removeFile(of: key) } })
+        budget.removed(bytes)
+        return bytes
     }
 
     /// Unlinks `key`'s file after its row was removed, unless a body of that key is being

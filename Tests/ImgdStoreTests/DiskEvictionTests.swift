@@ -203,6 +203,30 @@ struct RemovalDuringPublishTests {
         }
     }
 
+    @Test("a publish ends with its row's commit: an eviction of the new row right after takes its file too, leaving nothing uncounted on disk")
+    func publishEndsWithItsCommit() throws {
+        for removal in ["size", "age", "evict", "drop"] {
+            let url = try ImageURL("http://example.com/ended-\(removal).png")
+            let (disk, root) = try Self.cacheWithOldEntry(url)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let new = try Self.publishNewBody(url, in: disk)
+            try disk.record([Self.entry(url, new)], endingPublishing: [url.cacheKey])
+            // No endPublishing call follows: the commit ended the publish, so nothing guards the
+            // file any more. (Ended only after the write lock was let go, an eviction that came in
+            // between skipped the unlink, and the file stayed with no row, over the cap.)
+            switch removal {
+            case "size": #expect(try disk.evictLeastRecentlyUsed(toFree: 1).files == 1)
+            case "age": #expect(try disk.evictExpired(accessedBefore: WallClock.nowMilliseconds() + 1).files == 1)
+            case "evict": #expect(try disk.evict([url.cacheKey]).files == 1)
+            default: disk.drop(url.cacheKey)
+            }
+            #expect(disk.lookup(url.cacheKey) == nil, "after \(removal)")
+            #expect(!FileManager.default.fileExists(atPath: disk.directory.path(for: url.cacheKey)), "after \(removal): a file with no row")
+            #expect(disk.budget.snapshot.stored == 0, "after \(removal)")
+            try disk.close()
+        }
+    }
+
     @Test("with no publish of the key, a removal takes the file with the row")
     func removalWithoutPublishTakesTheFile() throws {
         let url = try ImageURL("http://example.com/alone.png")

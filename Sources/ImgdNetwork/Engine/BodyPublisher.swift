@@ -210,15 +210,14 @@ final class BodyPublisher: @unchecked Sendable {
         guard !pendingOutcomes.isEmpty else { return }
         var outcomes = pendingOutcomes
         let keys = outcomes.map(\.key)
-        var published = true
         do {
-            // Recorded files now count as stored: the space held for them goes back at once.
-            try disk.record(pendingRows, releasing: pendingReservations.reduce(0) { $0 + $1.bytes })
+            // Recorded files now count as stored: the space held for them goes back at once, and
+            // their publishes end with the commit.
+            try disk.record(pendingRows, releasing: pendingReservations.reduce(0) { $0 + $1.bytes }, endingPublishing: keys)
             for reservation in pendingReservations { reservation.settled() }
         } catch {
             // Unrecorded: their publishes end here, so that the drops below remove their files.
             disk.endPublishing(keys)
-            published = false
             outcomes = outcomes.map { outcome in
                 guard case .success(let image) = outcome.result else { return outcome }
                 disk.drop(image.key)
@@ -228,7 +227,6 @@ final class BodyPublisher: @unchecked Sendable {
             }
         }
         for reservation in pendingReservations { reservation.release() }  // a no-op once settled
-        if published { disk.endPublishing(keys) }
         pendingRows.removeAll(keepingCapacity: true)
         pendingOutcomes.removeAll(keepingCapacity: true)
         pendingReservations.removeAll(keepingCapacity: true)

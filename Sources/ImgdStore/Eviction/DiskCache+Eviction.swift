@@ -69,9 +69,7 @@ extension DiskCache {
     /// goes through here.
     private func remove(_ victims: [(key: CacheKey, bytes: Int)], reason: EvictionReason) throws(SQLiteError) -> EvictionPass {
         guard !victims.isEmpty else { return EvictionPass() }
-        let bytes = try index.remove(victims.map(\.key))
-        budget.removed(bytes)
-        for victim in victims { removeFile(of: victim.key) }
+        let bytes = try removeEntries(victims.map(\.key))
         evictions.record(Eviction(reason: reason, files: victims.count, bytes: bytes))
         return EvictionPass(files: victims.count, bytes: bytes)
     }

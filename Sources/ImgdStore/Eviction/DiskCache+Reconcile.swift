@@ -55,8 +55,7 @@ extension DiskCache {
             let inFlight = publishing.withLock { Set($0.keys) }
             let missing = slice.filter { !inFlight.contains($0.key) && directory.existingSize(of: $0.key) != $0.bytes }
                 .map(\.key)
-            self.budget.removed(try index.remove(missing))
-            for key in missing { removeFile(of: key) }
+            _ = try removeEntries(missing)
             report.rowsWithoutFile += missing.count
         }
         while cursor.rowsDone, cursor.bucket < 256, spent < budget {

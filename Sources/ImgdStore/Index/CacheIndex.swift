@@ -274,12 +274,16 @@ public final class CacheIndex: Sendable {
     // MARK: - Writing
 
     /// Records `entries` (replacing rows with the same key) in one transaction. Returns by how
-    /// many bytes the recorded total grew.
+    /// many bytes the recorded total grew. `thenWhileLocked` runs once the transaction has
+    /// committed, before any other write can start (not when it fails).
     @discardableResult
-    public func insert(_ entries: [IndexEntry]) throws(SQLiteError) -> Int {
-        guard !entries.isEmpty else { return 0 }
+    public func insert(_ entries: [IndexEntry], thenWhileLocked afterCommit: () -> Void = {}) throws(SQLiteError) -> Int {
+        guard !entries.isEmpty else {
+            afterCommit()
+            return 0
+        }
         return try writer.withLock { connection throws(SQLiteError) in
-            try connection.transaction { () throws(SQLiteError) in
+            let grown = try connection.transaction { () throws(SQLiteError) in
                 let before = try Self.totalBytes(connection)
                 let statement = try connection.statement("""
                     INSERT INTO entries (key, url, bytes, sha256, format, width, height, etag, last_modified,
@@ -312,16 +316,22 @@ public final class CacheIndex: Sendable {
                 }
                 return try Self.totalBytes(connection) - before
             }
+            afterCommit()
+            return grown
         }
     }
 
     /// Removes the rows of `keys` (their files are the caller's to delete, after this). Returns
-    /// the bytes the removed rows recorded.
+    /// the bytes the removed rows recorded. `thenWhileLocked` runs once the transaction has
+    /// committed, before any other write can start (not when it fails).
     @discardableResult
-    public func remove(_ keys: [CacheKey]) throws(SQLiteError) -> Int {
-        guard !keys.isEmpty else { return 0 }
+    public func remove(_ keys: [CacheKey], thenWhileLocked afterCommit: () -> Void = {}) throws(SQLiteError) -> Int {
+        guard !keys.isEmpty else {
+            afterCommit()
+            return 0
+        }
         return try writer.withLock { connection throws(SQLiteError) in
-            try connection.transaction { () throws(SQLiteError) in
+            let removed = try connection.transaction { () throws(SQLiteError) in
                 let before = try Self.totalBytes(connection)
                 let statement = try connection.statement("DELETE FROM entries WHERE key = ?1")
                 for key in keys {
@@ -331,6 +341,8 @@ public final class CacheIndex: Sendable {
                 }
                 return before - (try Self.totalBytes(connection))
             }
+            afterCommit()
+            return removed
         }
     }
 
