@@ -247,6 +247,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         if let remembered = failures.failure(for: token.key, now: .now) {
             counters.rememberedFailures += 1
+            publishStatistics()
             token.answer(.failure(remembered.error))
             return
         }
@@ -681,6 +682,9 @@ final class TransferEngine: @unchecked Sendable {
                 failures.remember(job.key, url: job.url.normalized, error: error, until: .now + policy.failureMemory)
             }
         }
+        // Published before the answers: a caller that reads the statistics once answered finds
+        // its own outcome counted (else it waited for the end of the loop's turn).
+        publishStatistics()
         for token in job.waiters { token.answer(outcome) }
         job.waiters = []
     }
