@@ -240,6 +240,12 @@ final class TestHTTPHandler: ChannelInboundHandler {
             if delivery.isChunked && delivery.hasBody {
                 buffer.writeString("0\r\n\r\n")
             }
+            // The request leaves flight before its last bytes go out. Once they are written the
+            // client may finish and send its next request, on another connection and loop, before
+            // this write's completion runs here; counted after it, a gauge shared by several
+            // servers would see both at once, one more than the client ever had.
+            requests.removeFirst()
+            state.requestFinished()
             let written = context.eventLoop.makePromise(of: Void.self)
             context.writeAndFlush(wrapOutboundOut(buffer), promise: written)
             written.futureResult.assumeIsolated().whenComplete { _ in
@@ -248,13 +254,11 @@ final class TestHTTPHandler: ChannelInboundHandler {
         }
     }
 
-    /// The response end is written: the request leaves flight, then the connection closes or
+    /// The response end is written (its request already left flight): the connection closes or
     /// takes up the next request.
     private func responseEnded(context: ChannelHandlerContext, _ delivery: Delivery) {
         guard isCurrent(delivery) else { return }
-        requests.removeFirst()
         answering = nil
-        state.requestFinished()
         if delivery.keepAlive {
             answerNext(context: context)
         } else {
