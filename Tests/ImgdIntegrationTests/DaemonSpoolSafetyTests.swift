@@ -81,7 +81,15 @@ struct DaemonSpoolSafetyTests {
         try #require(rename(daemon.spool + "/.evil", daemon.spool + "/long.txt") == 0)
         try #require(try await daemon.list("long.txt")?["state"] as? String == "claiming", "the claim ended before the swap")
 
-        let report = try #require(await daemon.report("long.txt", in: "failed", timeout: .seconds(120)), "log: \(daemon.log)")
+        // The claim reads on to its end before it finds the swap: waited for while it makes
+        // progress (minutes under ThreadSanitizer), then the report.
+        let reportPath = daemon.spool + "/failed/long.txt.report.json"
+        let claimed = await eventuallyWhileProgressing {
+            let total = try await daemon.list("long.txt")?["total"] as? Int ?? 0
+            return (total, FileManager.default.fileExists(atPath: reportPath))
+        }
+        #expect(claimed, "log: \(daemon.log)")
+        let report = try #require(await daemon.report("long.txt", in: "failed", timeout: .seconds(30)), "log: \(daemon.log)")
         #expect(report["state"] as? String == "refused")
         #expect((report["reason"] as? String)?.contains("replaced while being claimed (by a symbolic link)") == true, "\(report)")
         #expect(try await daemon.list("long.txt") == nil)

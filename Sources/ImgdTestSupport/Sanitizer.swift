@@ -1,0 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sanitizer this build runs under (`make test-tsan`, `make test-asan`), if any. The test
+/// runner and the `imgd` it starts come from one build, so what holds for this process holds for
+/// the daemon too.
+///
+/// A few tests measure what only the plain build has: glibc's heap (ThreadSanitizer brings its
+/// own allocator, which `malloc_trim` does not reach) and resident memory (ThreadSanitizer adds
+/// shadow memory for every byte touched; AddressSanitizer keeps freed memory in quarantine).
+/// They are skipped under the sanitizer that breaks their premise, saying so; `make test` runs
+/// them.
+public enum Sanitizer: String, Sendable {
+    case thread
+    case address
+
+    /// Found by the runtime's entry point, which each sanitizer exports from the executable.
+    public static let active: Sanitizer? = {
+        if dlsym(nil, "__tsan_init") != nil { return .thread }
+        if dlsym(nil, "__asan_init") != nil { return .address }
+        return nil
+    }()
+
+}
