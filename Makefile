@@ -11,7 +11,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan
+.PHONY: run test smoke build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan sanitizer-smoke
 
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
@@ -49,13 +49,15 @@ test: test-deps
 	$(SWIFT) test --skip-build --experimental-maximum-parallelization-width $(TEST_WIDTH)
 	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory smoke; fi
 
-# The short run of the long proofs that CI makes: every fuzz target for 20 s, and the crash
-# loop with 10 kills against the debug imgd the suite just built (as root: it mounts a loop
-# image and runs nginx; skipped, saying so, otherwise, as the suite skips what needs root).
+# The short run of the long proofs that CI makes: every fuzz target for 20 s, the crash loop
+# with 10 kills against the debug imgd the suite just built, and the sanitizer smoke (both
+# crash loops as root: they mount a loop image and run nginx; skipped, saying so, otherwise,
+# as the suite skips what needs root).
 smoke: test-deps
 	FUZZ_SECONDS=20 Tests/Fuzz/fuzz.sh
-	@if [ "$$(id -u)" -ne 0 ]; then echo "smoke: crash loop skipped: it needs root (a loop mount, nginx)"; \
-	else IMGD=$$($(SWIFT) build --show-bin-path)/imgd bench/crash-loop.sh --kills 10; fi
+	@if [ "$$(id -u)" -ne 0 ]; then echo "smoke: crash loop and sanitizer smoke skipped: they need root (a loop mount, nginx)"; \
+	else IMGD=$$($(SWIFT) build --show-bin-path)/imgd bench/crash-loop.sh --kills 10 \
+	&& $(MAKE) --no-print-directory sanitizer-smoke; fi
 
 # The long proofs (README, "Proofs under faults"). Each has its own build folder.
 # make fuzz: every fuzz target under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
@@ -72,6 +74,12 @@ test-tsan: test-deps
 
 test-asan: test-deps
 	Tests/Sanitizers/run-sanitized-tests.sh address
+
+# make sanitizer-smoke: CI's short form of the two above (as root): imgd alone built with each
+# sanitizer, then the crash loop (5 kills) against it; any report fails it.
+sanitizer-smoke: test-deps
+	Tests/Sanitizers/sanitized-crash-loop.sh thread --kills 5
+	Tests/Sanitizers/sanitized-crash-loop.sh address --kills 5
 
 bench: deps
 	bench/prefetch-bench.sh

@@ -6,8 +6,8 @@ import Glibc
 /// runner and the `imgd` it starts come from one build, so what holds for this process holds for
 /// the daemon too.
 ///
-/// A few tests measure what only the plain build has: glibc's heap (ThreadSanitizer brings its
-/// own allocator, which `malloc_trim` does not reach) and resident memory (ThreadSanitizer adds
+/// A few tests measure what only the plain build has: glibc's heap (each sanitizer brings its
+/// own allocator, which `malloc_trim` does not reliably reach) and resident memory (ThreadSanitizer adds
 /// shadow memory for every byte touched; AddressSanitizer keeps freed memory in quarantine).
 /// They are skipped under the sanitizer that breaks their premise, saying so; `make test` runs
 /// them.

@@ -243,7 +243,14 @@ struct DaemonSpoolLimitTests {
         }
         try daemon.drop("junk.txt", text)
 
-        let list = try #require(await daemon.finishedList("junk.txt", timeout: .seconds(120)), "log: \(daemon.log)")
+        // Waited for while the claim makes progress (minutes under a sanitizer beside other work).
+        let finished = await eventuallyWhileProgressing {
+            let list = try await daemon.list("junk.txt")
+            let state = list?["state"] as? String ?? ""
+            return ((list?["total"] as? Int ?? 0) + (list?["failed"] as? Int ?? 0), ["done", "failed"].contains(state))
+        }
+        #expect(finished, "log: \(daemon.log)")
+        let list = try #require(await daemon.finishedList("junk.txt"), "log: \(daemon.log)")
         #expect(list["failed"] as? Int == 10_000)
         let path = daemon.spool + "/failed/junk.txt.report.json"
         try #require(await eventually(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: path) })

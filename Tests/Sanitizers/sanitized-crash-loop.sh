@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# CI's short run of make test-tsan and make test-asan. Building the whole suite with a sanitizer
+# takes longer than CI's budget allows (see README, "Proofs under faults"), so this builds the
+# imgd binary alone with the sanitizer (into the same .build-tsan or .build-asan folder the full
+# runs use) and runs the crash loop against it: claims, transfers, index batches, eviction under
+# a small disk-limit, the age sweep and restarts, on the daemon's real threads. Any report the
+# sanitized daemon (or the imgd fsck the loop runs at the end) writes fails it, as does any
+# violation the crash loop finds.
+#
+# Usage: sanitized-crash-loop.sh thread|address [crash-loop arguments; default --kills 5]
+# Needs root, as the crash loop does (a loop mount, nginx).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+kind=${1:?usage: sanitized-crash-loop.sh thread|address [crash-loop arguments]}
+shift
+case $kind in
+thread) short=tsan ;;
+address) short=asan ;;
+*) echo "unknown sanitizer: $kind (thread or address)"; exit 2 ;;
+esac
+[ $# -gt 0 ] || set -- --kills 5
+SCRATCH=${SANITIZER_SCRATCH:-.build-$short}
+REPORTS=$REPO/$SCRATCH/sanitizer-reports-crash-loop
+start=$(date +%s)
+
+echo "crash-loop-$short: building imgd with -sanitize=$kind into $SCRATCH"
+mkdir -p "$SCRATCH"
+if ! swift build --product imgd --sanitize="$kind" --scratch-path "$SCRATCH" >"$SCRATCH/build-imgd.log" 2>&1; then
+    tail -40 "$SCRATCH/build-imgd.log"
+    echo "crash-loop-$short: the build failed (log: $SCRATCH/build-imgd.log)"
+    exit 1
+fi
+built=$(date +%s)
+rm -rf "$REPORTS"
+mkdir -p "$REPORTS"
+case $kind in
+thread) export TSAN_OPTIONS="log_path=$REPORTS/tsan second_deadlock_stack=1 suppressions=$REPO/Tests/Sanitizers/tsan.supp ${TSAN_OPTIONS:-}" ;;
+# Leak checking off, as in run-sanitized-tests.sh: a SIGKILLed daemon never gets to it, and
+# at a clean exit the runtime's caches would be reported.
+address) export ASAN_OPTIONS="log_path=$REPORTS/asan detect_leaks=0 ${ASAN_OPTIONS:-}" ;;
+esac
+export SWIFT_BACKTRACE=enable=no
+
+IMGD=$(swift build --sanitize="$kind" --scratch-path "$SCRATCH" --show-bin-path)/imgd bench/crash-loop.sh "$@"
+status=$?
+end=$(date +%s)
+
+reports=$(find "$REPORTS" -type f | sort)
+if [ -n "$reports" ]; then
+    echo "crash-loop-$short: $(echo "$reports" | wc -l) sanitizer report file(s):"
+    for report in $reports; do
+        echo "== $report"
+        grep -E '^(WARNING|ERROR|SUMMARY): ' "$report" | sort | uniq -c | head -20
+    done
+    status=1
+fi
+echo "crash-loop-$short: build $((built - start)) s, crash loop $((end - built)) s, status $status"
+exit "$status"
