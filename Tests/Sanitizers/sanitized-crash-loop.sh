@@ -14,11 +14,9 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 kind=${1:?usage: sanitized-crash-loop.sh thread|address [crash-loop arguments]}
 shift
-case $kind in
-thread) short=tsan ;;
-address) short=asan ;;
-*) echo "unknown sanitizer: $kind (thread or address)"; exit 2 ;;
-esac
+# shellcheck source=common.sh
+source Tests/Sanitizers/common.sh
+short=$(sanitizer_short "$kind") || exit 2
 [ $# -gt 0 ] || set -- --kills 5
 SCRATCH=${SANITIZER_SCRATCH:-.build-$short}
 REPORTS=$REPO/$SCRATCH/sanitizer-reports-crash-loop
@@ -34,26 +32,12 @@ fi
 built=$(date +%s)
 rm -rf "$REPORTS"
 mkdir -p "$REPORTS"
-case $kind in
-thread) export TSAN_OPTIONS="log_path=$REPORTS/tsan second_deadlock_stack=1 suppressions=$REPO/Tests/Sanitizers/tsan.supp ${TSAN_OPTIONS:-}" ;;
-# Leak checking off, as in run-sanitized-tests.sh: a SIGKILLed daemon never gets to it, and
-# at a clean exit the runtime's caches would be reported.
-address) export ASAN_OPTIONS="log_path=$REPORTS/asan detect_leaks=0 ${ASAN_OPTIONS:-}" ;;
-esac
-export SWIFT_BACKTRACE=enable=no
+export_sanitizer_options "$kind" "$REPORTS" "$REPO"
 
 IMGD=$(swift build --sanitize="$kind" --scratch-path "$SCRATCH" --show-bin-path)/imgd bench/crash-loop.sh "$@"
 status=$?
 end=$(date +%s)
 
-reports=$(find "$REPORTS" -type f | sort)
-if [ -n "$reports" ]; then
-    echo "crash-loop-$short: $(echo "$reports" | wc -l) sanitizer report file(s):"
-    for report in $reports; do
-        echo "== $report"
-        grep -E '^(WARNING|ERROR|SUMMARY): ' "$report" | sort | uniq -c | head -20
-    done
-    status=1
-fi
+report_findings "crash-loop-$short" "$REPORTS" || status=1
 echo "crash-loop-$short: build $((built - start)) s, crash loop $((end - built)) s, status $status"
 exit "$status"
