@@ -7,10 +7,10 @@ import Glibc
 /// the daemon too.
 ///
 /// A few tests measure what only the plain build has: glibc's heap (each sanitizer brings its
-/// own allocator, which `malloc_trim` does not reliably reach) and resident memory (ThreadSanitizer adds
-/// shadow memory for every byte touched; AddressSanitizer keeps freed memory in quarantine).
-/// They are skipped under the sanitizer that breaks their premise, saying so; `make test` runs
-/// them.
+/// own allocator, which `malloc_trim` does not reliably reach) and resident memory (both add
+/// shadow memory for what the program touches; AddressSanitizer also keeps freed memory in
+/// quarantine). They are skipped under the sanitizer that breaks their premise, saying so;
+/// `make test` runs them.
 public enum Sanitizer: String, Sendable {
     case thread
     case address
