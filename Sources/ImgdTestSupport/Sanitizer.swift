@@ -15,6 +15,12 @@ public enum Sanitizer: String, Sendable {
     case thread
     case address
 
+    /// How many times longer a test gives the daemon's own work where a limit stands for a
+    /// client's patience (a slow-reader timeout): 5 under a sanitizer, whose debug build runs
+    /// the daemon's loop several times slower, else 1. The test's pauses stay what they are, so
+    /// they are still far shorter than the limit they must stay under.
+    public static var slowdown: Int { active == nil ? 1 : 5 }
+
     /// Found by the runtime's entry point, which each sanitizer exports from the executable.
     public static let active: Sanitizer? = {
         if dlsym(nil, "__tsan_init") != nil { return .thread }

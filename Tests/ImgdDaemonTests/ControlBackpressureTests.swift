@@ -68,7 +68,7 @@ struct ControlBackpressureTests {
     @Test("a client that reads in bursts with pauses shorter than the slow-reader timeout is never disconnected")
     func slowButSteadyReader() async throws {
         let folder = try ControlTestFolder()
-        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: Self.limits(slowReaderTimeout: .seconds(3)))
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: Self.limits(slowReaderTimeout: .seconds(3 * Sanitizer.slowdown)))
         let path = folder.socketPath
         let request = Array(Self.requests(4).readableBytesView)
         // A blocking client on a thread of its own, so its pauses are what it sleeps and do not
@@ -122,8 +122,9 @@ struct ControlHeldReplyTests {
     func readerBehindSlowRequestGetsEveryReply() async throws {
         let folder = try ControlTestFolder()
         // 3 s, not less: with the whole suite running on two cores, a client that reads can be
-        // off the CPU for over a second, and then the server rightly takes it for a slow reader.
-        let timeout = Duration.seconds(3)
+        // off the CPU for over a second, and then the server rightly takes it for a slow reader
+        // (15 s under a sanitizer, whose slower loop can spend seconds making replies).
+        let timeout = Duration.seconds(3 * Sanitizer.slowdown)
         let fixture = try await ControlTestServer.start(
             at: folder.socketPath, limits: ControlLimits(maxQueuedOutputBytes: Self.limit, slowReaderTimeout: timeout))
         let client = try await fixture.connect()

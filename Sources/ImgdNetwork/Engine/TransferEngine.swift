@@ -274,8 +274,10 @@ final class TransferEngine: @unchecked Sendable {
             return
         }
         job.waiters.remove(at: index)
-        token.answer(.failure(.cancelled))
+        // The last waiter leaving ends the job before it is answered: its transfer is stopped and
+        // its temp file gone by then, so a caller told "cancelled" finds nothing left behind.
         if job.waiters.isEmpty { finish(job, .failure(.cancelled)) }
+        token.answer(.failure(.cancelled))
     }
 
     // MARK: - Starting
