@@ -190,7 +190,9 @@ struct ControlLimitTests {
     @Test("a connection that keeps asking outlives the idle timeout; once quiet for it, it is closed")
     func idleTimeoutCountsFromTheLastReply() async throws {
         let folder = try ControlTestFolder()
-        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: .seconds(3)))
+        // 3 s; 15 s under a sanitizer, whose slower server loop can take seconds to read a request.
+        let timeout = Duration.seconds(3 * Sanitizer.slowdown)
+        let fixture = try await ControlTestServer.start(at: folder.socketPath, limits: ControlLimits(idleTimeout: timeout))
         let path = folder.socketPath
         // A blocking client on a thread of its own, so its pace does not depend on the test
         // pool: requests 200 ms apart for over twice the timeout (the timer set at the accept
@@ -203,9 +205,10 @@ struct ControlLimitTests {
             let start = ContinuousClock.now
             var answered = 0
             var lastSent = start
-            // At least 7 s and 20 answers: on a loaded machine a reply can take longer than the
-            // pause, and the test is about the asking, not the pace (at most 30 s).
-            while ContinuousClock.now - start < .seconds(7) || (answered < 20 && ContinuousClock.now - start < .seconds(30)) {
+            // At least 7/3 of the timeout and 20 answers: on a loaded machine a reply can take
+            // longer than the pause, and the test is about the asking, not the pace (at most 10
+            // timeouts).
+            while ContinuousClock.now - start < timeout * 7 / 3 || (answered < 20 && ContinuousClock.now - start < timeout * 10) {
                 lastSent = .now
                 guard ControlRawSocket.send(descriptor, Array("{\"cmd\":\"quick\"}\n".utf8)) > 0,
                     ControlRawSocket.readLine(descriptor)?.contains("\"ok\":true") == true
@@ -213,8 +216,8 @@ struct ControlLimitTests {
                 answered += 1
                 usleep(200_000)
             }
-            // Silence: the next read ends when the server closes (or gives up after 30 s).
-            let deadline = ContinuousClock.now + .seconds(30)
+            // Silence: the next read ends when the server closes (or gives up after 27 s more).
+            let deadline = ContinuousClock.now + timeout + .seconds(27)
             while ContinuousClock.now < deadline {
                 var byte: UInt8 = 0
                 let got = recv(descriptor, &byte, 1, 0)
@@ -225,9 +228,9 @@ struct ControlLimitTests {
         }
         #expect(!run.closedWhileAsking, "closed after \(run.answered) answered requests, 200 ms apart")
         #expect(run.answered >= 20)
-        let quiet = try #require(run.quietBeforeClose, "not closed within 30 s of silence")
+        let quiet = try #require(run.quietBeforeClose, "not closed within \(timeout + .seconds(27)) of silence")
         // Quiet from the last reply, which the server wrote after the last request was sent.
-        #expect(quiet >= .seconds(3))
+        #expect(quiet >= timeout)
         await fixture.stop()
     }
 
