@@ -3,8 +3,11 @@ import CCurlShim
 /// Maps libcurl's result codes to imgd's failure classes. The one place that reads a `CURLcode`.
 enum FailureClassifier {
     /// The class of a transfer that libcurl ended with `code` (not `CURLE_OK`), given what the
-    /// transfer itself saw (`bytesReceived`) and libcurl's detailed message.
-    static func classify(_ code: CURLcode, detail: String, bytesReceived: Int, maxRedirects: Int) -> DownloadError {
+    /// transfer itself saw (`bytesReceived`, and `responseStatus`, the last response's status
+    /// or 0 when none arrived) and libcurl's detailed message.
+    static func classify(
+        _ code: CURLcode, detail: String, bytesReceived: Int, responseStatus: Int = 0, maxRedirects: Int
+    ) -> DownloadError {
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
@@ -23,7 +26,11 @@ enum FailureClassifier {
             return .truncated("the connection closed before the whole body arrived (\(bytesReceived) bytes received): \(reason)")
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM,
             CURLE_WEIRD_SERVER_REPLY:
-            return bytesReceived > 0
+            // Once a 2xx status has arrived the body was under way, even if none of it reached
+            // the transfer: over HTTP/2 a stream reset right behind its first DATA frame can end
+            // the stream before libcurl hands those bytes on, so the count alone would call the
+            // same cut `truncated` or `network` by timing.
+            return bytesReceived > 0 || (200..<300).contains(responseStatus)
                 ? .truncated("the connection broke after \(bytesReceived) bytes of the body: \(reason)")
                 : .network(reason)
         case CURLE_FILESIZE_EXCEEDED:

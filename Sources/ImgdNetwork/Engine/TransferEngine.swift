@@ -595,7 +595,7 @@ final class TransferEngine: @unchecked Sendable {
             }
             if result != CURLE_OK, !(result == CURLE_WRITE_ERROR && !(200..<300).contains(status)) {
                 return FailureClassifier.classify(
-                    result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived,
+                    result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived, responseStatus: status,
                     maxRedirects: policy.maxRedirects)
             }
             guard (200..<300).contains(status) else {
