@@ -27,5 +27,4 @@ public enum Sanitizer: String, Sendable {
         if dlsym(nil, "__asan_init") != nil { return .address }
         return nil
     }()
-
 }
