@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // Tests only: the test server speaks TLS and HTTP/2 (ALPN) as CDNs do.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.35.0"),
@@ -51,7 +53,12 @@ let package = Package(
         /// The cache: the folder on disk (layout, temp files, publishing by rename), its SQLite
         /// index, eviction, and the memory tier.
         .target(
-            name: "ImgdStore", dependencies: ["ImgdCore", "CSQLite"],
+            name: "ImgdStore",
+            dependencies: [
+                "ImgdCore", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings),
         /// The operating system's signals: memory pressure (PSI, systemd's MemoryPressureWatch).
         .target(
@@ -74,6 +81,9 @@ let package = Package(
                 "ImgdCore", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
         /// The command-line front ends (`imgd prefetch`), kept out of the executable so they read as a library.
@@ -82,6 +92,7 @@ let package = Package(
             dependencies: [
                 "ImgdCore", "ImgdStore", "ImgdNetwork", "ImgdDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
@@ -106,6 +117,7 @@ let package = Package(
                 "ImgdCore", "ImgdDaemon",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         /// libFuzzer's entry point when built with `-D IMGD_FUZZING -sanitize=fuzzer`; otherwise
@@ -146,7 +158,12 @@ let package = Package(
             name: "ImgdCoreTests", dependencies: ["ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore", "ImgdTestSupport"],
+            name: "ImgdStoreTests",
+            dependencies: [
+                "ImgdStore", "ImgdCore", "ImgdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdTestSupport"],
@@ -161,6 +178,8 @@ let package = Package(
                 "ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         /// Every fuzz seed and reproducer (Tests/Fuzz/), replayed through its target.

@@ -2,6 +2,7 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import ImgdSystem
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -27,46 +28,47 @@ public struct DaemonOptions: Sendable {
     }
 }
 
-/// The daemon: services started in order and stopped in reverse.
+/// The daemon: its parts started in order, then run as a `ServiceGroup` that stops them in
+/// reverse.
 ///
-/// Start: state database → disk tier (takes the cache lock) → memory tier → downloader → cache
-/// upkeep → memory-pressure watch → spool (resumes claimed lists, then watches) → control
-/// socket → `READY=1`. Stop (SIGTERM/SIGINT): `STOPPING=1`, the spool stops taking lists, the
-/// socket stops accepting, transfers are cancelled (their URLs stay pending for the next run),
-/// progress and access times are written, the index is closed cleanly; exit status 0. SIGHUP
-/// reloads the configuration file, applying limits and caps, and logs what changed.
+/// Start: signals trapped → state database → disk tier (takes the cache lock) → memory tier →
+/// downloader → spool (resumes claimed lists, then watches) → control socket → `READY=1`; then
+/// the group runs the services (``DaemonServices/serviceGroup(signals:)``). Stop (SIGTERM or
+/// SIGINT, a graceful shutdown of the group, cancelled past ``stopDeadline``): `STOPPING=1`,
+/// the spool stops taking lists, the socket stops accepting, transfers are cancelled (their URLs
+/// stay pending for the next run), the socket drains, progress and access times are written,
+/// the index is closed cleanly; exit status 0. SIGHUP reloads the configuration file, applying
+/// limits and caps, and logs what changed.
 public enum Daemon {
     /// The longest a stop may take before the daemon exits anyway.
     static let stopDeadline: Duration = .seconds(5)
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
     public static func run(_ options: DaemonOptions) async -> Int32 {
-        let log = DaemonLog(environment: options.environment)
+        let logger = JournalLogHandler.logger(environment: options.environment)
         let config: DaemonConfig
         do {
             config = try options.load()
         } catch {
-            log("\(error)", level: .error)
+            logger.error("\(error)")
             return 2
         }
-        let signals = SignalStream()
+        // Before anything starts: a signal during start-up is kept for when the group runs.
+        let signals = await SignalService.trap()
         let services: DaemonServices
         do {
-            services = try await DaemonServices.start(config: config, options: options, log: log)
+            services = try await DaemonServices.start(config: config, options: options, logger: logger)
         } catch {
-            log("cannot start: \(error)", level: .error)
+            logger.error("cannot start: \(error)")
             return 1
         }
-        for await number in signals.signals {
-            if number == SIGHUP {
-                await services.reload()
-                continue
-            }
-            log("received \(number == SIGTERM ? "SIGTERM" : "SIGINT"), stopping")
-            break
+        let signalService = SignalService(signals: signals, logger: logger) { await services.reload() }
+        do {
+            try await services.serviceGroup(signals: signalService).run()
+        } catch {
+            logger.error("stopping: \(error)")
+            return 1
         }
-        signals.stop()
-        await services.stop()
         return 0
     }
 }

@@ -2,6 +2,8 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import ImgdSystem
+import Logging
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,11 +15,11 @@ struct DaemonStartError: Error, CustomStringConvertible {
     let description: String
 }
 
-/// The daemon's running services and what they share. Built by ``start(config:options:log:)``
+/// The daemon's running services and what they share. Built by ``start(config:options:logger:)``
 /// in dependency order; ``stop()`` takes them down in reverse.
 final class DaemonServices: Sendable {
     let options: DaemonOptions
-    let log: DaemonLog
+    let logger: Logger
     let notifier = SystemdNotifier()
     let config: Locked<DaemonConfig>
     /// Held while running: one imgd at a time owns a state folder (its lists) and so its spool.
@@ -38,17 +40,16 @@ final class DaemonServices: Sendable {
     let checking = Atomic<Bool>(false)
     /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
     let spaceShortfall = Locked<DiskSpaceShortfall?>(nil)
-    private let tasks = Locked<[Task<Void, Never>]>([])
 
     private init(
-        options: DaemonOptions, log: DaemonLog, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
+        options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
         counters: DaemonCounters
     ) {
         self.counters = counters
         self.options = options
-        self.log = log
+        self.logger = logger
         self.config = Locked(config)
         self.stateLock = stateLock
         self.store = store
@@ -63,7 +64,7 @@ final class DaemonServices: Sendable {
         self.server = server
     }
 
-    static func start(config: DaemonConfig, options: DaemonOptions, log: DaemonLog) async throws(DaemonStartError)
+    static func start(config: DaemonConfig, options: DaemonOptions, logger: Logger) async throws(DaemonStartError)
         -> DaemonServices
     {
         // Read once: sd_listen_fds() unsets LISTEN_FDS, so a second look would find nothing.
@@ -75,7 +76,7 @@ final class DaemonServices: Sendable {
         // Before anything is opened: a max-connections the descriptor limit cannot serve is
         // refused now, not met as EMFILE on accept() (or a download, or a database) later.
         try DescriptorBudget(config: config).check(limit: DescriptorBudget.raiseLimit())
-        log("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)")
+        logger.info("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)")
         // Before the lists are read: a second imgd on this state folder would resume the first
         // one's lists and claim from its spool.
         let stateLock: CacheLock
@@ -106,10 +107,10 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         if disk.directory.movedFromTwoLevelLayout > 0 {
-            log("moved \(disk.directory.movedFromTwoLevelLayout) cache files from the two-level folder layout of earlier versions to the one-level layout", level: .notice)
+            logger.notice("moved \(disk.directory.movedFromTwoLevelLayout) cache files from the two-level folder layout of earlier versions to the one-level layout")
         }
         if !disk.index.previousShutdownWasClean {
-            log("the last run did not stop cleanly: entries are checked before first use", level: .warning)
+            logger.warning("the last run did not stop cleanly: entries are checked before first use")
         }
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
@@ -127,17 +128,17 @@ final class DaemonServices: Sendable {
             ])
         }
         let counters = DaemonCounters()
-        let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, log: { log($0) })
+        let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(
-            source: source, memory: memory, pollingThreshold: config.pressureThreshold, log: { log($0, level: .notice) }
+            source: source, memory: memory, pollingThreshold: config.pressureThreshold, logger: logger
         ) { event, purged in
             events.publish("memory_pressure", data: ["origin": .string(event.origin), "purged_bytes": JSONValue(purged), "count": JSONValue(event.count)])
         }
         let spool: SpoolService
         do {
             spool = try SpoolService(
-                path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, log: log,
+                path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, logger: logger,
                 onEvent: { DaemonServices.publish($0, to: events, counting: counters) })
         } catch {
             throw DaemonStartError(description: "\(error)")
@@ -145,38 +146,28 @@ final class DaemonServices: Sendable {
         let handler = DaemonCommandHandler()
         let server = ControlServer(
             listening: address,
-            limits: config.controlLimits, handler: handler, events: events,
-            log: { log($0) })
+            limits: config.controlLimits, handler: handler, events: events, logger: logger)
         let services = DaemonServices(
-            options: options, log: log, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
+            options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
             server: server, counters: counters)
         handler.attach(services)
         services.checkDiskSpace()
 
-        services.spawn { await maintainer.run() }
-        services.spawn {
-            do {
-                try await pressure.run()
-            } catch {
-                log("memory pressure watch ended: \(error); the purge command still works", level: .warning)
-            }
-        }
         do {
             try spool.start()
         } catch {
-            await services.stop()
+            await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
         }
         do {
             try await server.start()
         } catch {
-            await services.stop()
+            await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
         }
-        services.spawn { await services.reportProgress() }
         services.notifier.ready(status: services.statusLine())
-        log("ready")
+        logger.info("ready")
         return services
     }
 
@@ -184,12 +175,6 @@ final class DaemonServices: Sendable {
     private static func listenAddress(config: DaemonConfig) -> ControlListenAddress {
         if let fd = SocketActivation.listeningDescriptor() { return .inheritedDescriptor(fd) }
         return .path(config.socket)
-    }
-
-    /// Runs `body` as a child of the daemon, cancelled by ``stop()``.
-    private func spawn(_ body: @escaping @Sendable () async -> Void) {
-        let task = Task { await body() }
-        tasks.withLock { $0.append(task) }
     }
 
     // MARK: - Reload and stop
@@ -203,13 +188,13 @@ final class DaemonServices: Sendable {
         do {
             new = try options.load()
         } catch {
-            log("reload failed, keeping the running configuration: \(error)", level: .error)
+            logger.error("reload failed, keeping the running configuration: \(error)")
             return
         }
         // With the new cap, and also when nothing changed: a reload after freeing space checks again.
         defer { checkDiskSpace() }
         let reload = ConfigReload(running: config.withLock { $0 }, loaded: new)
-        for message in reload.messages { log(message.text, level: message.level) }
+        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
         let applied = reload.applied
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
@@ -218,9 +203,11 @@ final class DaemonServices: Sendable {
         // A raised max-parallel may need more descriptors than the start checked for.
         let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
         if budget.needed > limit {
-            log("max-parallel \(applied.maxParallel) with max-connections \(applied.maxConnections) needs \(budget.needed) file "
-                + "descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with "
-                + "\"too many open files\"; lower max-parallel or raise the limit", level: .warning)
+            logger.warning("""
+                max-parallel \(applied.maxParallel) with max-connections \(applied.maxConnections) needs \(budget.needed) file \
+                descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with \
+                "too many open files"; lower max-parallel or raise the limit
+                """)
         }
         spool.update(limits: applied.spoolLimits)
     }
@@ -234,9 +221,9 @@ final class DaemonServices: Sendable {
             return shortfall
         }
         if let found {
-            log("degraded: \(found)", level: .warning)
+            logger.warning("degraded: \(found)")
         } else if old != nil {
-            log("recovered: \(DiskSpaceShortfall.code) cleared")
+            logger.info("recovered: \(DiskSpaceShortfall.code) cleared")
         }
     }
 
@@ -247,62 +234,48 @@ final class DaemonServices: Sendable {
         return all
     }
 
-    /// Stops every service, in reverse order, within ``Daemon/stopDeadline``.
-    func stop() async {
-        notifier.stopping()
+    /// The services that run the started daemon, in start order; the group stops them in
+    /// reverse, SIGTERM and SIGINT (through `signals`) starting a graceful shutdown that is
+    /// cancelled past ``Daemon/stopDeadline``. The teardown is ordered by that reverse order:
+    /// ``WarmingService`` stops taking work and cancels transfers, the control socket drains,
+    /// the progress reports, the pressure watch and the cache's upkeep end, and
+    /// ``StateService`` writes the last progress and closes the index.
+    /// Without `signals` (tests), only ``ServiceGroup/triggerGracefulShutdown()`` stops it.
+    func serviceGroup(signals: SignalService?) -> ServiceGroup {
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: StateService(spool: spool, disk: disk, stateLock: stateLock, logger: logger)),
+            .init(service: maintainer),
+            .init(service: PressureWatchService(pressure: pressure, logger: logger)),
+            .init(service: ProgressReporter(
+                notifier: notifier,
+                probe: { [downloader, spool] in
+                    _ = await downloader.rememberedFailures()  // a round trip through the engine's loop
+                    await spool.respond()  // and through the spool's queue
+                },
+                status: { self.statusLine() })),
+            .init(service: server),
+            .init(service: WarmingService(
+                notifier: notifier, spool: spool, server: server, downloader: downloader, logger: logger)),
+        ]
+        if let signals { services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)) }
+        var configuration = ServiceGroupConfiguration(services: services, logger: logger)
+        configuration.maximumGracefulShutdownDuration = Daemon.stopDeadline
+        return ServiceGroup(configuration: configuration)
+    }
+
+    /// Undoes a start that failed once the index was open: stops what was started and closes the
+    /// index cleanly, as a stop would.
+    private func abandonStart() async {
         spool.stop()
-        // The server stops accepting and tells its connections now; its grace period is for
-        // running requests to finish, and a request waiting on a download finishes only once
-        // transfers are cancelled: cancel them meanwhile, not after the grace period.
-        let server = server
-        let serverStopped = Task { await server.stop() }
-        let downloader = downloader
-        // Whichever comes first: the engine released libcurl, or the deadline (a task group would
-        // wait for the shutdown anyway, since it does not end on cancellation).
-        let (outcome, report) = AsyncStream<Bool>.makeStream()
-        Task {
-            await downloader.shutdown()
-            report.yield(true)
-        }
-        Task {
-            try? await Task.sleep(for: Daemon.stopDeadline)
-            report.yield(false)
-        }
-        var first = outcome.makeAsyncIterator()
-        let finished = await first.next() ?? false
-        if !finished { log("transfers did not stop within \(Daemon.stopDeadline); exiting anyway", level: .warning) }
-        await serverStopped.value
+        await server.stop()
+        _ = await downloader.shutdown(within: Daemon.stopDeadline)
         spool.finalFlush()
-        let running = tasks.withLock { tasks in
-            defer { tasks.removeAll() }
-            return tasks
-        }
-        for task in running { task.cancel() }
-        for task in running { await task.value }
         do {
             try disk.close()
         } catch {
-            log("closing the cache index failed (the next start checks entries): \(error)", level: .warning)
+            logger.warning("closing the cache index failed (the next start checks entries): \(error)")
         }
         stateLock.release()
-        log("stopped")
-    }
-
-    // MARK: - Progress
-
-    /// `STATUS=` every 2 seconds; `WATCHDOG=1` at half the watchdog interval, only while the
-    /// transfer engine's loop and the spool's queue both answer (the loops that could hang).
-    private func reportProgress() async {
-        let ping = notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(2)
-        let interval = min(ping, .seconds(2))
-        while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
-            guard !Task.isCancelled else { return }
-            _ = await downloader.rememberedFailures()  // a round trip through the engine's loop
-            await spool.respond()  // and through the spool's queue
-            notifier.status(statusLine())
-            notifier.watchdog()
-        }
     }
 
     /// "warming 1234/5000 in 2 lists; cache 812 MiB of 1 GiB".

@@ -1,5 +1,6 @@
 import ImgdCore
 @_spi(Fuzzing) import ImgdDaemon
+import Logging
 import NIOCore
 import NIOEmbedded
 
@@ -24,7 +25,7 @@ enum ControlLineFuzzTarget {
         do {
             try ControlConnectionPipeline.addHandlers(
                 to: channel.pipeline.syncOperations, limits: limits, handler: handler, events: EventHub(),
-                peer: ControlPeer(pid: 1, uid: 0, gid: 0), log: { _ in })
+                peer: ControlPeer(pid: 1, uid: 0, gid: 0), logger: Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() })
             try channel.connect(to: SocketAddress(unixDomainSocketPath: "/fuzz")).wait()
             var offset = 0
             var turn = 0

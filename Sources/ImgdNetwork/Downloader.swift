@@ -174,4 +174,24 @@ public final class Downloader: Sendable {
         engine.send(.stop)
         await engine.waitUntilStopped()
     }
+
+    /// Cancels everything still queued or running and waits for the engine to release libcurl,
+    /// at most `limit`; true when it did. Past the limit (or when the calling task is
+    /// cancelled) the engine goes on stopping on its own thread.
+    public func shutdown(within limit: Duration) async -> Bool {
+        engine.send(.stop)
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.engine.waitUntilStopped()
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
 }

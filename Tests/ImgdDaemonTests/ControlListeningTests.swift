@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 @testable import ImgdDaemon
 import ImgdTestSupport
@@ -43,7 +44,7 @@ struct ControlListeningTests {
         let folder = try ControlTestFolder()
         let first = try await ControlTestServer.start(at: folder.socketPath)
         let second = ControlServer(
-            listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), log: { _ in })
+            listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), logger: .discarding)
         do {
             try await second.start()
             Issue.record("the second server started")
@@ -62,12 +63,12 @@ struct ControlListeningTests {
     func notASocket() async throws {
         let folder = try ControlTestFolder()
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: folder.socketPath))
-        let server = ControlServer(listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), log: { _ in })
+        let server = ControlServer(listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), logger: .discarding)
         await #expect(throws: ControlServerError.notASocket(path: folder.socketPath)) { try await server.start() }
         #expect(try String(contentsOfFile: folder.socketPath, encoding: .utf8) == "keep me")
         try FileManager.default.removeItem(atPath: folder.socketPath)
         try FileManager.default.createDirectory(atPath: folder.socketPath, withIntermediateDirectories: false)
-        let again = ControlServer(listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), log: { _ in })
+        let again = ControlServer(listening: .path(folder.socketPath), handler: ControlTestHandler(), events: EventHub(), logger: .discarding)
         await #expect(throws: ControlServerError.notASocket(path: folder.socketPath)) { try await again.start() }
     }
 
@@ -75,7 +76,7 @@ struct ControlListeningTests {
     func pathTooLong() async throws {
         let folder = try ControlTestFolder()
         let path = folder.path + "/" + String(repeating: "s", count: 120)
-        let server = ControlServer(listening: .path(path), handler: ControlTestHandler(), events: EventHub(), log: { _ in })
+        let server = ControlServer(listening: .path(path), handler: ControlTestHandler(), events: EventHub(), logger: .discarding)
         await #expect(throws: ControlServerError.cannotListen(address: path, reason: "the path is longer than 107 bytes")) {
             try await server.start()
         }
@@ -87,7 +88,7 @@ struct ControlListeningTests {
         let descriptor = ControlRawSocket.listen(at: folder.socketPath)
         #expect(descriptor >= 3)
         let server = ControlServer(
-            listening: .inheritedDescriptor(descriptor), handler: ControlTestHandler(), events: EventHub(), log: { _ in })
+            listening: .inheritedDescriptor(descriptor), handler: ControlTestHandler(), events: EventHub(), logger: .discarding)
         try await server.start()
         let client = try await ControlTestClient.connect(to: folder.socketPath)
         #expect(try await client.request(#"{"id":1,"cmd":"ping"}"#) == ["id": 1, "ok": true, "result": ["pong": true]])

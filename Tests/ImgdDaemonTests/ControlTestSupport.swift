@@ -1,3 +1,4 @@
+import Logging
 import ImgdCore
 import Foundation
 @testable import ImgdDaemon
@@ -155,7 +156,7 @@ struct ControlTestServer {
         let log = ControlTestLog()
         let server = ControlServer(
             listening: .path(path), limits: limits, handler: ControlTestHandler(gate: gate), events: events,
-            log: { log.append($0) })
+            logger: .forwarding { log.append($0) })
         try await server.start()
         return ControlTestServer(server: server, path: path, gate: gate, events: events, log: log)
     }

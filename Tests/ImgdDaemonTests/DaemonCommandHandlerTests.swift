@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import ImgdCore
 @testable import ImgdDaemon
@@ -75,14 +76,17 @@ struct DaemonCommandHandlerTests {
             spool: folder + "/spool", cache: folder + "/cache", state: folder + "/state", socket: folder + "/imgd.sock")
         // The pressure watch off: this process is not the daemon, and other suites watch the kernel's file.
         let options = DaemonOptions(configFile: nil, flags: [], environment: ["MEMORY_PRESSURE_WATCH": "/dev/null"])
-        let log = DaemonLog(environment: [:], descriptor: open(folder + "/imgd.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600))
+        let logger = JournalLogHandler.logger(
+            environment: [:], descriptor: open(folder + "/imgd.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600))
         let services: DaemonServices
         do {
-            services = try await DaemonServices.start(config: config, options: options, log: log)
+            services = try await DaemonServices.start(config: config, options: options, logger: logger)
         } catch {
             try await server.shutdown()
             throw error
         }
+        let group = services.serviceGroup(signals: nil)
+        let running = Task { try await group.run() }
         let handler = DaemonCommandHandler()
         handler.attach(services)
         let fixture = Fixture(services: services, handler: handler, server: server, folder: folder)
@@ -92,7 +96,8 @@ struct DaemonCommandHandlerTests {
         } catch {
             failure = error
         }
-        await services.stop()
+        await group.triggerGracefulShutdown()
+        try await running.value
         try await server.shutdown()
         try? FileManager.default.removeItem(atPath: folder)
         if let failure { throw failure }

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import ImgdCore
 import ImgdDaemon
@@ -28,7 +29,7 @@ struct MemoryPressureServiceTests {
         let purgedAt = Locked<[(at: ContinuousClock.Instant, entries: Int, purged: Int)]>([])
         let service = MemoryPressureService(
             source: MemoryPressureSource.resolve(environment: ["MEMORY_PRESSURE_WATCH": fifo]), memory: memory,
-            log: { logged.append($0) },
+            logger: .forwarding { logged.append($0) },
             onEvent: { _, purged in purgedAt.withLock { $0.append((.now, memory.statistics.entries, purged)) } })
         let task = Task { try await service.run() }
         defer { task.cancel() }
@@ -71,7 +72,7 @@ extension MemoryPressureServiceTests {
         let logged = LogLines()
         let service = MemoryPressureService(
             source: .psiTrigger(path: "/proc/pressure/memory", trigger: "nonsense"), memory: MemoryCache(limitBytes: 1 << 20),
-            pollingThreshold: 42, log: { logged.append($0) })
+            pollingThreshold: 42, logger: .forwarding { logged.append($0) })
         let task = Task { try await service.run() }
         #expect(await eventually(timeout: .seconds(30)) { !logged.lines.isEmpty })
         task.cancel()

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import ImgdCore
 @testable import ImgdDaemon
@@ -39,7 +40,7 @@ struct SpoolServiceTests {
         let store: ListStore
         let disk: DiskCache
         let events: Events
-        let log: DaemonLog
+        let logger: Logger
         private let running: Locked<(downloader: Downloader, spool: SpoolService)>
 
         var downloader: Downloader { running.withLock { $0.downloader } }
@@ -54,19 +55,19 @@ struct SpoolServiceTests {
             self.folder = folder
             self.store = store
             self.disk = disk
-            let log = DaemonLog(environment: [:], descriptor: open("/dev/null", O_WRONLY | O_CLOEXEC))
+            let logger = Logger.discarding
             let events = Events()
-            self.log = log
+            self.logger = logger
             self.events = events
-            running = Locked(try Self.service(folder: folder, store: store, disk: disk, log: log, events: events))
+            running = Locked(try Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events))
         }
 
-        private static func service(folder: String, store: ListStore, disk: DiskCache, log: DaemonLog, events: Events) throws
+        private static func service(folder: String, store: ListStore, disk: DiskCache, logger: Logger, events: Events) throws
             -> (downloader: Downloader, spool: SpoolService)
         {
             let downloader = try Downloader(cache: disk, policy: DownloadPolicy())
             let spool = try SpoolService(
-                path: folder + "/spool", store: store, downloader: downloader, disk: disk, log: log,
+                path: folder + "/spool", store: store, downloader: downloader, disk: disk, logger: logger,
                 onEvent: { events.append($0) })
             try spool.start()
             return (downloader, spool)
@@ -81,7 +82,7 @@ struct SpoolServiceTests {
 
         /// A new service on the same folders and database: what a restart runs.
         func restart() throws {
-            let service = try Self.service(folder: folder, store: store, disk: disk, log: log, events: events)
+            let service = try Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events)
             running.withLock { $0 = service }
         }
 

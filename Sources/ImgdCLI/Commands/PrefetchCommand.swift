@@ -2,6 +2,7 @@ import ArgumentParser
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -112,7 +113,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         // lowered --disk-limit is brought down to its low-water mark.
         var settings = MaintenanceSettings()
         settings.maxAge = maxAge.duration
-        let maintainer = DiskCacheMaintainer(cache: disk, settings: settings, log: { console.message("imgd: \($0)") })
+        let maintainer = DiskCacheMaintainer(
+            cache: disk, settings: settings, logger: Logger(label: "imgd") { _ in ConsoleLogHandler(console: console) })
         await maintainer.sweepExpired(settings: settings)
         await maintainer.enforceLimit(settings: settings)
         let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()

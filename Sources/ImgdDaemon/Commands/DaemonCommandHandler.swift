@@ -2,6 +2,7 @@ import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
+import Logging
 
 /// The daemon's commands (Protocol.md, *Commands*), run for the control server. Commands that
 /// change state are logged with the peer that sent them.
@@ -74,7 +75,7 @@ struct DaemonCommands {
     }
 
     private func logChange(_ what: String) {
-        services.log("\(what) (by \(request.peer))")
+        services.logger.info("\(what) (by \(request.peer))")
     }
 
     /// Who may run the destructive commands, with the admin group of the running settings.
@@ -87,7 +88,7 @@ struct DaemonCommands {
         do {
             try authority.require(request.peer, for: what)
         } catch {
-            services.log("refused \(what): forbidden (by \(request.peer))", level: .notice)
+            services.logger.notice("refused \(what): forbidden (by \(request.peer))")
             throw error
         }
     }
@@ -339,7 +340,7 @@ struct DaemonCommands {
         }
         defer { services.checking.store(false, ordering: .releasing) }
         logChange("fsck: checking every entry of \(services.disk.directory.root)")
-        let disk = services.disk, memory = services.memory, log = services.log
+        let disk = services.disk, memory = services.memory, logger = services.logger
         let outcome: Result<(report: CacheCheckReport, bytes: Int), SQLiteError> = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var bytes = 0
@@ -347,7 +348,7 @@ struct DaemonCommands {
                     try disk.checkAll(removingOrphans: false) { entry, problem in
                         memory.remove(entry.key)
                         bytes += entry.bytes
-                        log("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", level: .warning)
+                        logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)")
                     }
                 }
                 continuation.resume(returning: checked.map { ($0, bytes) })
@@ -363,7 +364,7 @@ struct DaemonCommands {
             services.events.publish(
                 "evicted", data: ["count": JSONValue(report.removed), "bytes": JSONValue(bytes), "reason": "fsck"])
         }
-        services.log("fsck: checked \(report.checked) entries: \(report.bad) bad, \(report.removed) removed")
+        services.logger.info("fsck: checked \(report.checked) entries: \(report.bad) bad, \(report.removed) removed")
         return ["checked": JSONValue(report.checked), "bad": JSONValue(report.bad), "removed": JSONValue(report.removed)]
     }
 
@@ -384,7 +385,7 @@ struct DaemonCommands {
                 throw .notFound("no list in progress is named \(EchoedText.cut(name))")
             case .forbidden(let owner):
                 // Cut: the name is the client's text (the log escapes it; the reply cuts it too).
-                services.log("refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))", level: .notice)
+                services.logger.notice("refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))")
                 let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
                 throw .forbidden(
                     "list \(EchoedText.cut(name)) was dropped by \(whose); cancelling another user's list is allowed only to "

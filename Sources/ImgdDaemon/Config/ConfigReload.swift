@@ -1,3 +1,5 @@
+import Logging
+
 /// What a reload does with a configuration read again: each changed setting declared
 /// reloadable is applied, each other one is logged as needing a restart and keeps its running
 /// value. The daemon's reload logs ``messages`` and runs on ``applied``, so what it logs is
@@ -31,7 +33,7 @@ public struct ConfigReload: Sendable {
     }
 
     /// The log lines, one per change ("nothing changed" when none).
-    public var messages: [(text: String, level: DaemonLog.Level)] {
+    public var messages: [(text: String, level: Logger.Level)] {
         guard !changes.isEmpty else { return [("reloaded: nothing changed", .info)] }
         return changes.map { change in
             change.applied

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// One control connection, after the line decoder: turns lines into requests, runs them one at
@@ -173,7 +174,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         case .tooLong:
             readsEnded = true
             settings.metrics.increment(\.linesTooLong)
-            settings.log("control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
+            settings.logger.info("control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
             hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
         case .line(let line) where isBackedUp || unparsedLines > 0:
             unparsedLines += 1
@@ -489,7 +490,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     func disconnectSlowReader() {
         guard state != .closed else { return }
         settings.metrics.increment(\.slowReaderDisconnects)
-        settings.log("control: disconnecting \(peer): it does not read its replies (\(queuedOutputBytes + heldReplyBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))")
+        settings.logger.info("control: disconnecting \(peer): it does not read its replies (\(queuedOutputBytes + heldReplyBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))")
         close()
     }
 

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// The handlers that serve one admitted control connection: the line decoder, then the
@@ -19,10 +20,10 @@ public enum ControlConnectionPipeline {
     /// from `peer`; `log` gets what the server would log.
     public static func addHandlers(
         to pipeline: ChannelPipeline.SynchronousOperations, limits: ControlLimits, handler: any ControlCommandHandler,
-        events: EventHub, peer: ControlPeer, log: @escaping @Sendable (String) -> Void
+        events: EventHub, peer: ControlPeer, logger: Logger
     ) throws {
         let settings = ControlConnectionSettings(
-            limits: limits, handler: handler, events: events, log: log, metrics: ControlMetrics())
+            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics())
         try addHandlers(to: pipeline, settings: settings, peer: peer)
     }
 }

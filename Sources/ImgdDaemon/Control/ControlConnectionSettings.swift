@@ -1,9 +1,11 @@
+import Logging
+
 /// What every connection of one server shares.
 struct ControlConnectionSettings: Sendable {
     let limits: ControlLimits
     let handler: any ControlCommandHandler
     let events: EventHub
-    let log: @Sendable (String) -> Void
+    let logger: Logger
     let metrics: ControlMetrics
 }
 

@@ -1,19 +1,24 @@
+import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// The control socket's server (Protocol.md, *Control socket*): JSON lines over a Unix stream
 /// socket. It frames lines, keeps each connection's replies in request order, enforces the
 /// limits (``ControlLimits``), handles `subscribe` with the ``EventHub``, and hands every other
 /// request to the ``ControlCommandHandler``.
 ///
-/// Lifecycle: ``start()`` once, then ``stop()``; a server does not restart. The daemon must
-/// call ``stop()`` before it exits, so that clients get their replies and the socket file is
-/// removed.
+/// Lifecycle: ``start()`` once, then ``stopAccepting()`` (optional) and ``stop()``; a server
+/// does not restart. The daemon must call ``stop()`` before it exits, so that clients get their
+/// replies and the socket file is removed. As a `Service`, it runs until the graceful shutdown
+/// of its group, then stops.
 public actor ControlServer {
     private enum State {
         case idle
         case starting
         case running(Listener)
+        /// Not accepting; the open connections were told and may finish.
+        case draining(Listener)
         case stopping
         case stopped
     }
@@ -39,13 +44,13 @@ public actor ControlServer {
         limits: ControlLimits = ControlLimits(),
         handler: any ControlCommandHandler,
         events: EventHub,
-        log: @escaping @Sendable (String) -> Void,
+        logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.address = address
         self.limits = limits
         self.settings = ControlConnectionSettings(
-            limits: limits, handler: handler, events: events, log: log, metrics: ControlMetrics())
+            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics())
         self.registry = ControlConnectionRegistry(limits: limits)
         self.group = group
     }
@@ -82,28 +87,34 @@ public actor ControlServer {
         state = .running(listener)
     }
 
-    /// Stops accepting connections, tells the open ones (waiting and new requests get
-    /// `shutting_down`, the running ones finish, subscriptions end), waits for them to close
-    /// at most ``ControlLimits/shutdownGracePeriod``, then closes the rest, cancelling their
-    /// running commands. Removes the socket file this server created. Returns at once when the
-    /// server is not running.
-    public func stop() async {
-        let listener: Listener
-        switch state {
-        case .idle, .starting:
-            state = .stopped
+    /// Stops taking work: stops accepting connections and tells the open ones (waiting and new
+    /// requests get `shutting_down`, the running ones go on, subscriptions end). The daemon calls
+    /// it before it cancels transfers, so that a request waiting on a download is answered by
+    /// that cancellation while no new request starts; ``stop()`` then waits for the rest. Does
+    /// nothing when the server is not running.
+    public func stopAccepting() async {
+        guard case .running(let listener) = state else {
+            if case .idle = state { state = .stopped }
+            if case .starting = state { state = .stopped }
             return
-        case .stopping, .stopped:
-            return
-        case .running(let running):
-            listener = running
         }
-        state = .stopping
+        state = .draining(listener)
         let open = registry.stopAccepting()
         try? await listener.channel.close()
         for channel in open {
             channel.pipeline.fireUserInboundEventTriggered(ControlShutdownEvent())
         }
+    }
+
+    /// Stops: ``stopAccepting()`` if that was not done yet, then waits for the open connections
+    /// to close at most ``ControlLimits/shutdownGracePeriod``, then closes the rest, cancelling
+    /// their running commands. Removes the socket file this server created. Returns at once when
+    /// the server is not running.
+    public func stop() async {
+        await stopAccepting()
+        guard case .draining(let listener) = state else { return }
+        state = .stopping
+        let open = registry.connections
         let loop = group.any()
         let registry = self.registry
         let deadline = loop.scheduleTask(in: TimeAmount(limits.shutdownGracePeriod)) {
@@ -169,7 +180,7 @@ public actor ControlServer {
                 try ControlConnectionPipeline.addHandlers(to: pipeline, settings: settings, peer: peer)
             case .busy(let error):
                 settings.metrics.increment(\.busyRefusals)
-                settings.log("control: refused a connection from \(peer): \(error.message) (busy)")
+                settings.logger.info("control: refused a connection from \(peer): \(error.message) (busy)")
                 try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(error)))
             case .stopping:
                 try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.shuttingDown)))
@@ -182,5 +193,14 @@ public actor ControlServer {
             return ControlSocketFile.describe(error.errnoCode)
         }
         return "\(error)"
+    }
+}
+
+extension ControlServer: Service {
+    /// Serves until the group's graceful shutdown (or cancellation), then ``stop()``s. The
+    /// daemon calls ``start()`` before the group runs: `READY=1` waits for the socket.
+    public func run() async {
+        try? await gracefulShutdown()
+        await stop()
     }
 }

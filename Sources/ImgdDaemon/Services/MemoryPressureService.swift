@@ -1,5 +1,6 @@
 import ImgdStore
 import ImgdSystem
+import Logging
 
 /// Answers memory pressure: each event, from the system or from the `purge` command, empties
 /// the memory tier (which then refuses new images for its cool-down), gives freed heap back to
@@ -8,24 +9,24 @@ public final class MemoryPressureService: Sendable {
     /// The watcher of the pressure source (its ``MemoryPressureMonitor/eventCount`` counts events).
     public let monitor: MemoryPressureMonitor
 
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
     /// Watches `source` and purges `memory` on each event; `onEvent` is told after the purge
-    /// (the daemon passes events on to subscribers), `log` gets one line per event and, at
+    /// (the daemon passes events on to subscribers), `logger` gets one notice per event and, at
     /// start, the source in use. When the kernel refuses a PSI trigger, `avg10` above
     /// `pollingThreshold` percent (10.0 by default) is pressure.
     public init(
         source: MemoryPressureSource, memory: MemoryCache,
         pollingThreshold: Double = MemoryPressureSource.defaultPollingThreshold,
-        log: @escaping @Sendable (String) -> Void = { _ in },
+        logger: Logger = Logger(label: "imgd", factory: { _ in SwiftLogNoOpLogHandler() }),
         onEvent: @escaping @Sendable (MemoryPressureEvent, _ purgedBytes: Int) -> Void = { _, _ in }
     ) {
-        self.log = log
+        self.logger = logger
         monitor = MemoryPressureMonitor(source: source, pollingThreshold: pollingThreshold) { event in
             let held = memory.statistics.bytes
             memory.purge()
             MallocTrim.releaseFreeMemory()
-            log("memory pressure (\(event.origin), event \(event.count)): purged the memory tier (\(held) bytes)")
+            logger.notice("memory pressure (\(event.origin), event \(event.count)): purged the memory tier (\(held) bytes)")
             onEvent(event, held)
         }
     }
@@ -35,8 +36,8 @@ public final class MemoryPressureService: Sendable {
     /// closed by its other end, a PSI file flagged by the kernel) ends the watch with an error;
     /// the `purge` command still works.
     public func run() async throws(MemoryPressureError) {
-        let log = log
-        try await monitor.run { log("\($0)") }
+        let logger = logger
+        try await monitor.run { logger.notice("\($0)") }
     }
 
     /// Reports an event from the `purge` command.

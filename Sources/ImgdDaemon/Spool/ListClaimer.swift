@@ -1,6 +1,7 @@
 import Dispatch
 import ImgdCore
 import ImgdStore
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ final class ListClaimer: Sendable {
     private let store: ListStore
     let reports: ListReportWriter
     private let pruner: ListPruner
-    let log: DaemonLog
+    let logger: Logger
     let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
     private let queue = DispatchQueue(label: "imgd.spool-claim")
@@ -74,7 +75,7 @@ final class ListClaimer: Sendable {
     /// cancelled while being claimed (its URLs are then failed as `cancelled` already).
     init(
         folders: SpoolFolders, store: ListStore, reports: ListReportWriter, pruner: ListPruner, limits: SpoolLimits,
-        log: DaemonLog,
+        logger: Logger,
         onEvent: @escaping @Sendable (SpoolEvent) -> Void,
         onClaimed: @escaping @Sendable (_ list: ListRecord, _ cancelled: Bool) -> Void
     ) {
@@ -83,7 +84,7 @@ final class ListClaimer: Sendable {
         self.store = store
         self.reports = reports
         self.pruner = pruner
-        self.log = log
+        self.logger = logger
         self.onEvent = onEvent
         self.onClaimed = onClaimed
     }
@@ -200,7 +201,7 @@ final class ListClaimer: Sendable {
                 fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds(),
                 owner: info.st_uid)
         } catch {
-            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
+            logger.error("cannot record list \(name), leaving it in the spool: \(error)")
             return
         }
         current.withLock { $0 = CurrentClaim(id: record.id, name: record.name, owner: info.st_uid) }
@@ -211,7 +212,7 @@ final class ListClaimer: Sendable {
         do {
             reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, total: &total)
         } catch {
-            log("cannot record list \(name), leaving it in the spool: \(error)", level: .error)
+            logger.error("cannot record list \(name), leaving it in the spool: \(error)")
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
             return
@@ -221,7 +222,7 @@ final class ListClaimer: Sendable {
         guard reading != .stopped else {
             // The file stays in the spool; the next start drops the half-made claim (see
             // `SpoolService.resume()`) and claims the file anew, whole.
-            log("stopping: list \(name) left in the spool, to be claimed at the next start")
+            logger.info("stopping: list \(name) left in the spool, to be claimed at the next start")
             return
         }
         // The URLs on disk before the file leaves the spool: commits are not synced (WAL,
@@ -231,10 +232,10 @@ final class ListClaimer: Sendable {
         do {
             try store.checkpoint()
         } catch {
-            log("cannot sync the state database before moving list \(name) to .claimed/: \(error)", level: .warning)
+            logger.warning("cannot sync the state database before moving list \(name) to .claimed/: \(error)")
         }
         guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
-            log("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", level: .error)
+            logger.error("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it")
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
             return
@@ -261,9 +262,9 @@ final class ListClaimer: Sendable {
         let cancelled = reading == .cancelled
         if cancelled {
             cancelledURLs = (try? store.failPending(list: record.id, code: "cancelled", message: "the list was cancelled")) ?? 0
-            log("claim of list \(record.name) cancelled after \(total) lines")
+            logger.info("claim of list \(record.name) cancelled after \(total) lines")
         } else {
-            log("claimed list \(record.name): \(total) lines")
+            logger.info("claimed list \(record.name): \(total) lines")
         }
         onEvent(.listClaimed(name: record.name, total: total))
         guard let claimed = try? store.list(record.id) else { return }

@@ -1,4 +1,5 @@
 import Dispatch
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -20,15 +21,15 @@ final class ListPruner: Sendable {
     static let batchPages = 2048
 
     private let store: ListStore
-    private let log: DaemonLog
+    private let logger: Logger
     private let queue = DispatchQueue(label: "imgd.spool-prune", qos: .utility)
     /// True while a pass is queued and not yet started: more requests join it.
     private let passQueued = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
 
-    init(store: ListStore, log: DaemonLog) {
+    init(store: ListStore, logger: Logger) {
         self.store = store
-        self.log = log
+        self.logger = logger
     }
 
     /// Asks for a pass (after a list finished, or a claim was abandoned). Requests made before
@@ -65,7 +66,7 @@ final class ListPruner: Sendable {
             while !isStopping, try store.reclaimSpace(pages: Self.batchPages) { pause() }
             if batches > 0 || retired > 0 { try store.checkpoint() }
         } catch {
-            log("cannot prune finished lists from the state database (will try after the next list): \(error)", level: .warning)
+            logger.warning("cannot prune finished lists from the state database (will try after the next list): \(error)")
         }
     }
 
@@ -83,10 +84,12 @@ final class ListPruner: Sendable {
             let before = try store.size()
             try store.convertToIncrementalVacuum()
             let after = try store.size()
-            log("state database rewritten to give freed space back (once): \(before.used + before.free) bytes before, "
-                + "\(after.used + after.free) after, in \(ContinuousClock.now - started)", level: .notice)
+            logger.notice("""
+                state database rewritten to give freed space back (once): \(before.used + before.free) bytes before, \
+                \(after.used + after.free) after, in \(ContinuousClock.now - started)
+                """)
         } catch {
-            log("cannot rewrite the state database to give freed space back: \(error); freed space is reused", level: .warning)
+            logger.warning("cannot rewrite the state database to give freed space back: \(error); freed space is reused")
         }
     }
 }

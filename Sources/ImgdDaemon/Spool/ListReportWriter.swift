@@ -1,4 +1,5 @@
 import ImgdCore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +28,7 @@ struct ListReportWriter: Sendable {
 
     let folders: SpoolFolders
     let store: ListStore
-    let log: DaemonLog
+    let logger: Logger
 
     /// The report of a file refused before it was read: `code` is its failure code, if it has one.
     func writeRefusal(name: String, reason: String, code: String?, as fileName: String) {
@@ -122,7 +123,7 @@ struct ListReportWriter: Sendable {
         let temp = ".\(name).report.json.tmp"
         let fd = openat(folder, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o640)
         guard fd >= 0 else {
-            log("cannot write the report of \(name): \(String(cString: strerror(errno)))", level: .error)
+            logger.error("cannot write the report of \(name): \(String(cString: strerror(errno)))")
             return
         }
         var json = JSONStreamWriter(fileDescriptor: fd)
@@ -133,7 +134,7 @@ struct ListReportWriter: Sendable {
         close(fd)
         if failure == nil, renameat(folder, temp, folder, name + ".report.json") != 0 { failure = errno }
         if let failure {
-            log("cannot write the report of \(name): \(String(cString: strerror(failure)))", level: .error)
+            logger.error("cannot write the report of \(name): \(String(cString: strerror(failure)))")
             unlinkat(folder, temp, 0)
         }
     }

@@ -1,4 +1,5 @@
 import ImgdCore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -31,7 +32,7 @@ final class SpoolFolders: Sendable {
 
     let path: String
     let spool: Int32
-    private let log: DaemonLog
+    private let logger: Logger
     private let held: Locked<Held>
 
     /// The open subfolders, and descriptors of replaced ones not closed yet.
@@ -59,9 +60,9 @@ final class SpoolFolders: Sendable {
 
     /// Creates what is missing and opens the four folders; a subfolder that is not the daemon's
     /// own is replaced (and logged) as at run time.
-    init(path: String, log: DaemonLog) throws(SpoolError) {
+    init(path: String, logger: Logger) throws(SpoolError) {
         self.path = path
-        self.log = log
+        self.logger = logger
         if let failure = Folders.make(path) { throw .cannotCreate(path: failure.path, errno: failure.errno) }
         // No setgid bit in the mode: under RestrictSUIDSGID= such a mkdir fails even when the
         // folder exists. A folder made inside a setgid spool inherits the bit anyway.
@@ -71,7 +72,7 @@ final class SpoolFolders: Sendable {
         var opened: [Subfolder: OpenFolder] = [:]
         for sub in Subfolder.allCases {
             do {
-                opened[sub] = try Self.establish(sub, in: spool, path: path, atStart: true, log: log)
+                opened[sub] = try Self.establish(sub, in: spool, path: path, atStart: true, logger: logger)
             } catch {
                 opened.values.forEach { close($0.fd) }
                 close(spool)
@@ -102,9 +103,9 @@ final class SpoolFolders: Sendable {
             }
             let fresh: OpenFolder
             do {
-                fresh = try Self.establish(sub, in: spool, path: path, atStart: false, log: log)
+                fresh = try Self.establish(sub, in: spool, path: path, atStart: false, logger: logger)
             } catch {
-                log("\(error); moving into the old \(sub.rawValue)/ for now", level: .error)
+                logger.error("\(error); moving into the old \(sub.rawValue)/ for now")
                 return open.fd
             }
             held.folders[sub] = fresh
@@ -117,7 +118,7 @@ final class SpoolFolders: Sendable {
     /// Opens `sub` if it is the daemon's own folder; otherwise removes (or moves aside) what has
     /// its name, makes it anew and opens that. Logs what it replaced.
     private static func establish(
-        _ sub: Subfolder, in spool: Int32, path: String, atStart: Bool, log: DaemonLog
+        _ sub: Subfolder, in spool: Int32, path: String, atStart: Bool, logger: Logger
     ) throws(SpoolError) -> OpenFolder {
         let name = sub.rawValue
         let shown = path + "/" + name
@@ -130,7 +131,7 @@ final class SpoolFolders: Sendable {
                 fstat(fd, &info)
                 if info.st_uid == geteuid() || info.st_uid == 0 {
                     if let found {
-                        log("spool folder \(shown) was replaced (\(found)); made it anew", level: .warning)
+                        logger.warning("spool folder \(shown) was replaced (\(found)); made it anew")
                     }
                     return OpenFolder(fd: fd, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
                 }

@@ -3,6 +3,7 @@ import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -43,7 +44,7 @@ public final class SpoolService: @unchecked Sendable {
     private let store: ListStore
     private let downloader: Downloader
     private let disk: DiskCache
-    private let log: DaemonLog
+    private let logger: Logger
     private let onEvent: @Sendable (SpoolEvent) -> Void
     private let queue = DispatchQueue(label: "imgd.spool")
     private var watcher: SpoolWatcher?
@@ -78,18 +79,18 @@ public final class SpoolService: @unchecked Sendable {
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
     public init(
         path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
-        log: DaemonLog, onEvent: @escaping @Sendable (SpoolEvent) -> Void
+        logger: Logger, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
-        folders = try SpoolFolders(path: path, log: log)
-        reports = ListReportWriter(folders: folders, store: store, log: log)
-        pruner = ListPruner(store: store, log: log)
+        folders = try SpoolFolders(path: path, logger: logger)
+        reports = ListReportWriter(folders: folders, store: store, logger: logger)
+        pruner = ListPruner(store: store, logger: logger)
         self.store = store
         self.downloader = downloader
         self.disk = disk
-        self.log = log
+        self.logger = logger
         self.onEvent = onEvent
         claimer = ListClaimer(
-            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, log: log, onEvent: onEvent,
+            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, logger: logger, onEvent: onEvent,
             onClaimed: { [unowned self] record, cancelled in queue.async { self.claimed(record, cancelled: cancelled) } })
     }
 
@@ -265,7 +266,7 @@ public final class SpoolService: @unchecked Sendable {
                 break
             }
         }
-        if !runs.isEmpty { log("resuming \(runs.count) list(s) claimed before the last stop") }
+        if !runs.isEmpty { logger.info("resuming \(runs.count) list(s) claimed before the last stop") }
         pump()
     }
 
@@ -285,7 +286,7 @@ public final class SpoolService: @unchecked Sendable {
                 (info.st_mode & S_IFMT) == S_IFREG, info.st_dev == file.st_dev, info.st_ino == file.st_ino
             else { continue }
             _ = name.withCString { unlinkat(folders.spool, $0, 0) }
-            log("removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already")
+            logger.info("removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already")
         }
     }
 
@@ -400,7 +401,7 @@ public final class SpoolService: @unchecked Sendable {
             try store.record(outcomes)
             outcomes.removeAll(keepingCapacity: true)
         } catch {
-            log("cannot record list progress (will try again): \(error)", level: .error)
+            logger.error("cannot record list progress (will try again): \(error)")
         }
         for pin in pins { try? disk.index.pin(pin.key, until: pin.until) }
         pins.removeAll()
@@ -438,7 +439,7 @@ public final class SpoolService: @unchecked Sendable {
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
-        log("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
+        logger.info("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))
     }
 }

@@ -72,7 +72,10 @@ final class TransferEngine: @unchecked Sendable {
     private let inbox = Locked(Inbox())
     private let waker: CurlWaker
     private let statistics = Locked(DownloaderStatistics())
-    private let stopped = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// Whether the loop has stopped, and who waits for it (by a number, so that a waiter that is
+    /// cancelled can leave).
+    private let stopped = Locked<(done: Bool, nextWaiter: Int, waiters: [Int: CheckedContinuation<Void, Never>])>(
+        (false, 0, [:]))
 
     // Loop-thread state.
     private var multi: CurlMulti?
@@ -164,14 +167,24 @@ final class TransferEngine: @unchecked Sendable {
     /// Counters and gauges as of the loop's last turn.
     var snapshot: DownloaderStatistics { statistics.withLock { $0 } }
 
-    /// Returns once the loop has stopped and released libcurl.
+    /// Returns once the loop has stopped and released libcurl, or at once when the calling task
+    /// is cancelled (the loop goes on stopping).
     func waitUntilStopped() async {
-        await withCheckedContinuation { continuation in
-            let done = stopped.withLock { state in
-                if !state.done { state.waiters.append(continuation) }
-                return state.done
+        let number = stopped.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let registered = stopped.withLock { state in
+                    guard !state.done, !Task.isCancelled else { return false }
+                    state.waiters[number] = continuation
+                    return true
+                }
+                if !registered { continuation.resume() }
             }
-            if done { continuation.resume() }
+        } onCancel: {
+            stopped.withLock { $0.waiters.removeValue(forKey: number) }?.resume()
         }
     }
 
@@ -753,8 +766,8 @@ final class TransferEngine: @unchecked Sendable {
         publishStatistics()
         let waiters = stopped.withLock { state in
             state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return state.waiters.values
         }
         for waiter in waiters { waiter.resume() }
     }

@@ -1,5 +1,7 @@
 import Dispatch
 import ImgdCore
+import Logging
+import ServiceLifecycle
 
 /// Keeps a running disk tier within its limits and in good health: the service that owns the
 /// cache's housekeeping while imgd runs.
@@ -17,11 +19,11 @@ import ImgdCore
 /// beside it on their own connection and never wait for a whole sweep. Ages are read on
 /// `now` (by default ``WallClock``, which a clock step cannot move); timers use the monotonic
 /// clock.
-public final class DiskCacheMaintainer: Sendable {
+public final class DiskCacheMaintainer: Service {
     /// The disk tier looked after.
     public let cache: DiskCache
     fileprivate let now: @Sendable () -> Int
-    fileprivate let log: @Sendable (String) -> Void
+    fileprivate let logger: Logger
     private let queue = DispatchQueue(label: "imgd.cache-maintenance")
     fileprivate let state: Locked<MaintainerState>
 
@@ -30,11 +32,11 @@ public final class DiskCacheMaintainer: Sendable {
     public init(
         cache: DiskCache, settings: MaintenanceSettings = MaintenanceSettings(),
         now: @escaping @Sendable () -> Int = WallClock.nowMilliseconds,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        logger: Logger = Logger(label: "imgd", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.cache = cache
         self.now = now
-        self.log = log
+        self.logger = logger
         state = Locked(MaintainerState(settings: settings))
     }
 
@@ -59,8 +61,14 @@ public final class DiskCacheMaintainer: Sendable {
         state.withLock { $0.sweepRequested = true }
     }
 
-    /// Runs until the calling task is cancelled; writes pending access times before returning.
+    /// Runs until the calling task is cancelled or its service group shuts down gracefully;
+    /// writes pending access times before returning.
     public func run() async {
+        await cancelWhenGracefulShutdown { await self.maintain() }
+    }
+
+    /// The upkeep loop, until the calling task is cancelled.
+    private func maintain() async {
         let clock = ContinuousClock()
         var cursor = ReconcileCursor()
         var nextSweep = clock.now
@@ -117,7 +125,7 @@ public final class DiskCacheMaintainer: Sendable {
             state.status.lastSweepAt = now()
         }
         if total.files > 0 {
-            log("removed \(total.files) entries (\(ByteCount(total.bytes))) unused for longer than \(settings.maxAge.formattedAge)")
+            logger.info("removed \(total.files) entries (\(ByteCount(total.bytes))) unused for longer than \(settings.maxAge.formattedAge)")
         }
         return total
     }
@@ -142,7 +150,7 @@ public final class DiskCacheMaintainer: Sendable {
             try? await Task.sleep(for: settings.pause)
         }
         state.withLock { $0.status.evictedEntries += total.files }
-        log("the cache held \(ByteCount(before.stored)), over its \(ByteCount(before.limit)) limit: evicted \(total.files) entries (\(ByteCount(total.bytes)))")
+        logger.info("the cache held \(ByteCount(before.stored)), over its \(ByteCount(before.limit)) limit: evicted \(total.files) entries (\(ByteCount(total.bytes)))")
         return total
     }
 
@@ -151,7 +159,7 @@ public final class DiskCacheMaintainer: Sendable {
         do {
             return try body()
         } catch {
-            log("\(what) failed: \(error)")
+            logger.info("\(what) failed: \(error)")
             return EvictionPass()
         }
     }
@@ -160,7 +168,7 @@ public final class DiskCacheMaintainer: Sendable {
         do {
             try cache.index.flushAccesses()
         } catch {
-            log("cannot write access times: \(error)")
+            logger.info("cannot write access times: \(error)")
         }
     }
 
@@ -176,25 +184,25 @@ public final class DiskCacheMaintainer: Sendable {
                 return state.status.reconcile
             }
             if finished, total.rowsWithoutFile + total.filesWithoutRow > 0 {
-                log("reconcile done: removed \(total.rowsWithoutFile) rows without a file and \(total.filesWithoutRow) files without a row")
+                logger.info("reconcile done: removed \(total.rowsWithoutFile) rows without a file and \(total.filesWithoutRow) files without a row")
             }
         } catch {
-            log("reconcile failed: \(error); trying again later")
+            logger.info("reconcile failed: \(error); trying again later")
         }
         return cursor
     }
 
     private func checkHealth() {
         let health = cache.checkHealth()
-        if health.recreatedFolder { log("the cache folder \(cache.directory.root) was removed; created it again (empty)") }
+        if health.recreatedFolder { logger.info("the cache folder \(cache.directory.root) was removed; created it again (empty)") }
         let (appeared, cleared) = state.withLock { state in
             let old = state.status.faults
             state.status.faults = health.faults
             if health.recreatedFolder { state.status.folderRecreations += 1 }
             return (health.faults.filter { !old.contains($0) }, old.filter { !health.faults.contains($0) })
         }
-        for fault in appeared { log("degraded: \(fault)") }
-        for fault in cleared { log("recovered: \(fault.code) cleared") }
+        for fault in appeared { logger.info("degraded: \(fault)") }
+        for fault in cleared { logger.info("recovered: \(fault.code) cleared") }
     }
 
     /// Runs `body` on the maintainer's queue: its work blocks (SQLite, unlink, fstatat) and must
@@ -273,7 +281,7 @@ extension DiskCacheMaintainer {
             if pass.files == 0 { break }
         }
         state.withLock { $0.status.evictedEntries += total.files }
-        log("purged the disk tier: \(total.files) entries (\(ByteCount(total.bytes)))")
+        logger.info("purged the disk tier: \(total.files) entries (\(ByteCount(total.bytes)))")
         return total
     }
 }

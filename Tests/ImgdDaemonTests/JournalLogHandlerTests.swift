@@ -1,22 +1,23 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import ImgdDaemon
 
 /// The daemon's log is the sink for every message: whatever a message quotes, it is one line.
 @Suite("Daemon log", .timeLimit(.minutes(5)))
-struct DaemonLogTests {
+struct JournalLogHandlerTests {
     /// What `log` wrote to a pipe, as text.
-    private func written(journal: Bool, _ body: (DaemonLog) -> Void) throws -> String {
+    private func written(journal: Bool, _ body: (Logger) -> Void) throws -> String {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
         defer { close(fds[0]) }
         var info = stat()
         fstat(fds[1], &info)
         let stream = journal ? ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"] : [:]
-        let log = DaemonLog(environment: stream, descriptor: fds[1])
-        #expect(log.usesJournalPriorities == journal)
-        body(log)
+        let handler = JournalLogHandler(environment: stream, descriptor: fds[1])
+        #expect(handler.usesJournalPriorities == journal)
+        body(Logger(label: "test") { _ in handler })
         close(fds[1])
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -31,8 +32,8 @@ struct DaemonLogTests {
     @Test("a name with a newline and <0> cannot forge a journald line; ESC and C1 are escaped")
     func forgedLine() throws {
         let text = try written(journal: true) { log in
-            log("claimed list evil\n<0>imgd: FAKE EMERGENCY: 1 lines")
-            log("refused a\u{1B}[2J\u{9B}b\r", level: .warning)
+            log.info("claimed list evil\n<0>imgd: FAKE EMERGENCY: 1 lines")
+            log.warning("refused a\u{1B}[2J\u{9B}b\r")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines == [#"<6>claimed list evil\n<0>imgd: FAKE EMERGENCY: 1 lines"#, #"<4>refused a\x1b[2J\u009bb\r"#, ""])
@@ -41,13 +42,26 @@ struct DaemonLogTests {
     @Test("without the journal: one plain line; a huge message is cut with a marker")
     func plainAndCut() throws {
         let text = try written(journal: false) { log in
-            log("x\ny", level: .error)
-            log(String(repeating: "a", count: DaemonLog.messageLimit + 100))
+            log.error("x\ny")
+            log.info("\(String(repeating: "a", count: JournalLogHandler.messageLimit + 100))")
         }
         let lines = text.split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines[0] == #"imgd: error: x\ny"#)
         #expect(lines[1].hasSuffix("a…[100 more bytes]"))
-        #expect(lines[1].utf8.count < DaemonLog.messageLimit + 40)
+        #expect(lines[1].utf8.count < JournalLogHandler.messageLimit + 40)
+    }
+
+    @Test("metadata follows the message as key=value in key order, escaped like the message; levels map to priorities")
+    func metadataAndLevels() throws {
+        let text = try written(journal: true) { log in
+            var scoped = log
+            scoped[metadataKey: "peer"] = "uid 1000"
+            scoped.notice("refused", metadata: ["list": "evil\n<0>x"])
+            log.debug("hidden below info")
+            log.critical("gone")
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines == [#"<5>refused list=evil\n<0>x peer=uid 1000"#, "<2>gone", ""])
     }
 }

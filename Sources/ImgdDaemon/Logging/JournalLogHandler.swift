@@ -1,0 +1,106 @@
+import ImgdCore
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's `LogHandler`: one line per message on stderr, read by a person or by journald.
+///
+/// Under systemd, when `JOURNAL_STREAM` names the device and inode of our stderr, each line
+/// starts with a syslog priority (`<3>` error … `<7>` debug) that journald turns into the
+/// entry's priority; otherwise lines are plain `imgd: message` (with the level word for
+/// warnings and errors). Metadata (`list`, `url`, `peer`, …) follows the message as
+/// ` key=value` pairs in key order, so every line about one list or peer can be found by its
+/// key. Each line goes out in one `write(2)`, so lines from different threads never interleave.
+///
+/// A line is escaped here, whole (``EchoedText``): control characters and invalid UTF-8 in
+/// it become `\n`, `\x1b`, … and it is cut after ``messageLimit`` bytes. So whatever a call
+/// site puts in a message or its metadata — a list's name, a URL, a line of a list — it stays
+/// one line, and no name can forge a line of its own (`evil\n<0>imgd: FAKE EMERGENCY` at
+/// emergency priority). Call sites do not escape (a backslash would show doubled).
+public struct JournalLogHandler: LogHandler {
+    /// Bytes of a line kept, at most (4 KiB): room for a few names and echoed lines, each cut
+    /// at 512 bytes where it is quoted; past it a message is junk being echoed.
+    public static let messageLimit = 4096
+
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+
+    private let journal: Bool
+    private let descriptor: Int32
+
+    /// A handler writing to `descriptor` (stderr by default) at `level` and above, with
+    /// journald priorities when `environment`'s `JOURNAL_STREAM` matches the descriptor.
+    public init(environment: [String: String], level: Logger.Level = .info, descriptor: Int32 = STDERR_FILENO) {
+        self.descriptor = descriptor
+        logLevel = level
+        journal = Self.isJournal(descriptor, stream: environment["JOURNAL_STREAM"])
+    }
+
+    /// A logger labelled `imgd` writing through a handler made as ``init(environment:level:descriptor:)`` does.
+    public static func logger(
+        environment: [String: String], level: Logger.Level = .info, descriptor: Int32 = STDERR_FILENO
+    ) -> Logger {
+        Logger(label: "imgd") { _ in JournalLogHandler(environment: environment, level: level, descriptor: descriptor) }
+    }
+
+    /// True when the lines carry journald priorities.
+    public var usesJournalPriorities: Bool { journal }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var text = event.message.description
+        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        for key in merged.keys.sorted() {
+            text += " \(key)=\(merged[key]!)"
+        }
+        let message = EchoedText.escape(text, limit: Self.messageLimit)
+        let line: String
+        if journal {
+            line = "<\(Self.priority(of: event.level))>\(message)\n"
+        } else {
+            let word = switch event.level {
+            case .error, .critical: "error: "
+            case .warning: "warning: "
+            default: ""
+            }
+            line = "imgd: \(word)\(message)\n"
+        }
+        var bytes = Array(line.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
+
+    /// The syslog priority journald reads for `level` (trace and debug are both debug).
+    static func priority(of level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// `JOURNAL_STREAM` is `DEVICE:INODE` of the stream systemd connected; it only applies while
+    /// our descriptor is still that stream (not redirected by a shell in between).
+    static func isJournal(_ descriptor: Int32, stream: String?) -> Bool {
+        guard let parts = stream?.split(separator: ":"), parts.count == 2,
+            let device = UInt64(parts[0]), let inode = UInt64(parts[1])
+        else { return false }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+    }
+}
