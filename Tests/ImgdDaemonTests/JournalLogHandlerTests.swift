@@ -58,10 +58,13 @@ struct JournalLogHandlerTests {
             var scoped = log
             scoped[metadataKey: "peer"] = "uid 1000"
             scoped.notice("refused", metadata: ["list": "evil\n<0>x"])
+            log.info("claimed", metadata: ["list": "a \"b\" c", "url": "", "n": "1=1"])
             log.debug("hidden below info")
             log.critical("gone")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines == [#"<5>refused list=evil\n<0>x peer=uid 1000"#, "<2>gone", ""])
+        #expect(lines == [
+            #"<5>refused list=evil\n<0>x peer="uid 1000""#, #"<6>claimed list="a \\"b\\" c" n="1=1" url="""#, "<2>gone", "",
+        ])
     }
 }

@@ -1,8 +1,9 @@
+import ImgdDaemon
 import Logging
 
 /// A `LogHandler` for the command-line tools: each message becomes one `imgd: …` line through
 /// the ``Console`` (escaped there, and clear of the progress line). Metadata follows the
-/// message as ` key=value` pairs.
+/// message as ` key=value` pairs (``JournalLogHandler/formatted(_:)``).
 struct ConsoleLogHandler: LogHandler {
     let console: Console
     var logLevel: Logger.Level = .info
@@ -14,9 +15,7 @@ struct ConsoleLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var text = "imgd: \(event.message)"
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        for key in merged.keys.sorted() { text += " \(key)=\(merged[key]!)" }
-        console.message(text)
+        console.message("imgd: \(event.message)" + JournalLogHandler.formatted(merged))
     }
 }

@@ -75,7 +75,7 @@ struct DaemonCommands {
     }
 
     private func logChange(_ what: String) {
-        services.logger.info("\(what) (by \(request.peer))")
+        services.logger.info("\(what) (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
     }
 
     /// Who may run the destructive commands, with the admin group of the running settings.
@@ -88,7 +88,7 @@ struct DaemonCommands {
         do {
             try authority.require(request.peer, for: what)
         } catch {
-            services.logger.notice("refused \(what): forbidden (by \(request.peer))")
+            services.logger.notice("refused \(what): forbidden (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
             throw error
         }
     }
@@ -348,7 +348,7 @@ struct DaemonCommands {
                     try disk.checkAll(removingOrphans: false) { entry, problem in
                         memory.remove(entry.key)
                         bytes += entry.bytes
-                        logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)")
+                        logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", metadata: ["url": "\(entry.url)"])
                     }
                 }
                 continuation.resume(returning: checked.map { ($0, bytes) })
@@ -385,7 +385,9 @@ struct DaemonCommands {
                 throw .notFound("no list in progress is named \(EchoedText.cut(name))")
             case .forbidden(let owner):
                 // Cut: the name is the client's text (the log escapes it; the reply cuts it too).
-                services.logger.notice("refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))")
+                services.logger.notice(
+                    "refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))",
+                    metadata: ["list": "\(name)", "peer": "\(peer)"])
                 let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
                 throw .forbidden(
                     "list \(EchoedText.cut(name)) was dropped by \(whose); cancelling another user's list is allowed only to "

@@ -174,7 +174,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         case .tooLong:
             readsEnded = true
             settings.metrics.increment(\.linesTooLong)
-            settings.logger.info("control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
+            settings.logger.info(
+                "control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection",
+                metadata: ["peer": "\(peer)"])
             hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
         case .line(let line) where isBackedUp || unparsedLines > 0:
             unparsedLines += 1
@@ -490,7 +492,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     func disconnectSlowReader() {
         guard state != .closed else { return }
         settings.metrics.increment(\.slowReaderDisconnects)
-        settings.logger.info("control: disconnecting \(peer): it does not read its replies (\(queuedOutputBytes + heldReplyBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))")
+        settings.logger.info(
+            "control: disconnecting \(peer): it does not read its replies (\(queuedOutputBytes + heldReplyBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))",
+            metadata: ["peer": "\(peer)"])
         close()
     }
 

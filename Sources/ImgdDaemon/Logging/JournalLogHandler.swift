@@ -11,8 +11,8 @@ import Glibc
 /// starts with a syslog priority (`<3>` error … `<7>` debug) that journald turns into the
 /// entry's priority; otherwise lines are plain `imgd: message` (with the level word for
 /// warnings and errors). Metadata (`list`, `url`, `peer`, …) follows the message as
-/// ` key=value` pairs in key order, so every line about one list or peer can be found by its
-/// key. Each line goes out in one `write(2)`, so lines from different threads never interleave.
+/// ` key=value` pairs in key order (``formatted(_:)``), so every line about one list or peer can
+/// be found by its key, whatever its text says. Each line goes out in one `write(2)`, so lines from different threads never interleave.
 ///
 /// A line is escaped here, whole (``EchoedText``): control characters and invalid UTF-8 in
 /// it become `\n`, `\x1b`, … and it is cut after ``messageLimit`` bytes. So whatever a call
@@ -54,12 +54,8 @@ public struct JournalLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var text = event.message.description
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        for key in merged.keys.sorted() {
-            text += " \(key)=\(merged[key]!)"
-        }
-        let message = EchoedText.escape(text, limit: Self.messageLimit)
+        let message = EchoedText.escape(event.message.description + Self.formatted(merged), limit: Self.messageLimit)
         let line: String
         if journal {
             line = "<\(Self.priority(of: event.level))>\(message)\n"
@@ -79,6 +75,27 @@ public struct JournalLogHandler: LogHandler {
             guard written > 0 else { return }
             offset += written
         }
+    }
+
+    /// `metadata` as it follows a message: ` key=value` pairs in key order (logfmt); a value
+    /// that is empty or holds a space, a quote or `=` is quoted, its quotes and backslashes
+    /// escaped. Empty when there is none.
+    public static func formatted(_ metadata: Logger.Metadata) -> String {
+        var text = ""
+        for key in metadata.keys.sorted() {
+            let value = "\(metadata[key]!)"
+            let plain = !value.isEmpty && !value.contains { $0 == " " || $0 == "\"" || $0 == "=" }
+            var shown = plain ? value : "\""
+            if !plain {
+                for character in value {
+                    if character == "\"" || character == "\\" { shown.append("\\") }
+                    shown.append(character)
+                }
+                shown.append("\"")
+            }
+            text += " \(key)=\(shown)"
+        }
+        return text
     }
 
     /// The syslog priority journald reads for `level` (trace and debug are both debug).

@@ -56,7 +56,7 @@ extension ListClaimer {
         } else if entry.withCString({ unlinkat(folders.spool, $0, 0) }) != 0, errno != ENOENT {
             reason += "; but it could not be removed: \(String(cString: strerror(errno)))"
         }
-        logger.warning("refused \(name) in the spool: \(reason)")
+        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
         reports.writeRefusal(name: name, reason: reason, code: nil, as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }
@@ -67,7 +67,7 @@ extension ListClaimer {
     /// `target`: its name in `failed/` (by default the dropped name, shortened when long).
     func refuse(_ entry: SpoolEntryName, movingItBecause reason: String, code: String? = nil, as target: String? = nil) {
         let name = entry.display
-        logger.warning("refused \(name) in the spool: \(reason)")
+        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
         let target = target ?? SpoolEntryName.fileName(for: name)
         let moved = folders.move(entry, from: folders.spool, to: folders.failed, as: target) ?? freeReportName(for: name)
         reports.writeRefusal(name: name, reason: reason, code: code, as: moved)
@@ -80,7 +80,7 @@ extension ListClaimer {
     func refuseReplaced(name: String, by kind: String) {
         let reason = "it was replaced while being claimed (by \(kind)); the claim was dropped and what replaced it removed "
             + "(drop the list again, and leave it in place until it is claimed)"
-        logger.warning("refused \(name) in the spool: \(reason)")
+        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
         reports.writeRefusal(name: name, reason: reason, code: "bad_list", as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }

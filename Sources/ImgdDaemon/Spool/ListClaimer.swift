@@ -201,7 +201,7 @@ final class ListClaimer: Sendable {
                 fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds(),
                 owner: info.st_uid)
         } catch {
-            logger.error("cannot record list \(name), leaving it in the spool: \(error)")
+            logger.error("cannot record list \(name), leaving it in the spool: \(error)", metadata: ["list": "\(name)"])
             return
         }
         current.withLock { $0 = CurrentClaim(id: record.id, name: record.name, owner: info.st_uid) }
@@ -212,7 +212,7 @@ final class ListClaimer: Sendable {
         do {
             reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, total: &total)
         } catch {
-            logger.error("cannot record list \(name), leaving it in the spool: \(error)")
+            logger.error("cannot record list \(name), leaving it in the spool: \(error)", metadata: ["list": "\(name)"])
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
             return
@@ -222,7 +222,7 @@ final class ListClaimer: Sendable {
         guard reading != .stopped else {
             // The file stays in the spool; the next start drops the half-made claim (see
             // `SpoolService.resume()`) and claims the file anew, whole.
-            logger.info("stopping: list \(name) left in the spool, to be claimed at the next start")
+            logger.info("stopping: list \(name) left in the spool, to be claimed at the next start", metadata: ["list": "\(name)"])
             return
         }
         // The URLs on disk before the file leaves the spool: commits are not synced (WAL,
@@ -232,10 +232,10 @@ final class ListClaimer: Sendable {
         do {
             try store.checkpoint()
         } catch {
-            logger.warning("cannot sync the state database before moving list \(name) to .claimed/: \(error)")
+            logger.warning("cannot sync the state database before moving list \(name) to .claimed/: \(error)", metadata: ["list": "\(name)"])
         }
         guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
-            logger.error("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it")
+            logger.error("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", metadata: ["list": "\(name)"])
             try? store.abandonClaim(list: record.id)
             pruner.schedule()  // its rows
             return
@@ -262,9 +262,9 @@ final class ListClaimer: Sendable {
         let cancelled = reading == .cancelled
         if cancelled {
             cancelledURLs = (try? store.failPending(list: record.id, code: "cancelled", message: "the list was cancelled")) ?? 0
-            logger.info("claim of list \(record.name) cancelled after \(total) lines")
+            logger.info("claim of list \(record.name) cancelled after \(total) lines", metadata: ["list": "\(record.name)"])
         } else {
-            logger.info("claimed list \(record.name): \(total) lines")
+            logger.info("claimed list \(record.name): \(total) lines", metadata: ["list": "\(record.name)"])
         }
         onEvent(.listClaimed(name: record.name, total: total))
         guard let claimed = try? store.list(record.id) else { return }

@@ -286,7 +286,9 @@ public final class SpoolService: @unchecked Sendable {
                 (info.st_mode & S_IFMT) == S_IFREG, info.st_dev == file.st_dev, info.st_ino == file.st_ino
             else { continue }
             _ = name.withCString { unlinkat(folders.spool, $0, 0) }
-            logger.info("removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already")
+            logger.info(
+                "removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already",
+                metadata: ["list": "\(name.display)"])
         }
     }
 
@@ -439,7 +441,9 @@ public final class SpoolService: @unchecked Sendable {
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
-        logger.info("list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
+        logger.info(
+            "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
+            metadata: ["list": "\(record.name)"])
         onEvent(.listDone(record))
     }
 }

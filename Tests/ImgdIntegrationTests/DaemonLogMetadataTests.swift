@@ -1,0 +1,32 @@
+import Foundation
+import ImgdTestSupport
+import Testing
+
+/// The log's metadata (README, *Logging*): every line about a list ends with its `list=`, every
+/// change a client makes with its `peer=`, so one grep finds them whatever the text says.
+@Suite("Daemon log metadata (the real imgd)", .serialized, .timeLimit(.minutes(5)))
+struct DaemonLogMetadataTests {
+    @Test("a list's lines carry list=NAME (quoted when it holds a space); a client's change carries peer=")
+    func listAndPeer() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path)
+        defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
+
+        try daemon.drop("two words.txt", server.url("/img/a.png") + "\n")
+        #expect(await daemon.finishedList("two words.txt") != nil, "log:\n\(daemon.log)")
+        _ = try await daemon.result(#"{"cmd":"purge","tier":"memory"}"#)
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        try await server.shutdown()
+
+        let lines = daemon.log.split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"imgd: claimed list two words.txt: 1 lines list="two words.txt""#), "log:\n\(daemon.log)")
+        #expect(
+            lines.contains { $0.hasPrefix("imgd: list two words.txt done: ") && $0.hasSuffix(#" list="two words.txt""#) },
+            "log:\n\(daemon.log)")
+        #expect(
+            lines.contains { $0.hasPrefix("imgd: purge: memory tier (by pid ") && $0.contains(#" peer="pid "#) && $0.hasSuffix(#" uid \#(getuid()) gid \#(getgid())""#) },
+            "log:\n\(daemon.log)")
+    }
+}
