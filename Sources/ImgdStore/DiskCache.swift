@@ -21,6 +21,10 @@ public final class DiskCache: Sendable {
     public let budget: DiskBudget
     /// Every eviction made, by reason, and the observer told of each.
     public let evictions = EvictionLedger()
+    /// Where the cache's own upkeep runs, one piece at a time and never on a transfer's or the
+    /// cooperative pool's thread: the maintainer (an actor on this executor) and the room made
+    /// for arriving bodies (``reserveRoom(_:settlingFirst:reply:)``).
+    public let housekeeping = QueueExecutor(label: "imgd.cache-housekeeping")
     let lock: CacheLock
     /// Keys whose file is being published and whose row is not recorded yet, with how many
     /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).

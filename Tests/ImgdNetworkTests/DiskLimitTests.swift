@@ -34,9 +34,33 @@ struct DiskLimitTests {
             #expect(fixture.disk.lookup(try fixture.url("/img/b.png?bytes=20000").cacheKey) == nil)
             #expect(try bytesOnDisk(fixture) <= 50_000)
             #expect(fixture.disk.budget.snapshot == DiskBudget.Snapshot(limit: 50_000, stored: 40_000, reserved: 0))
-            // The eviction made at admission, on the transfer thread, is counted and told like any other.
+            // The eviction made at admission, on the cache's housekeeping queue, is counted and told like any other.
             #expect(evictions.withLock { $0 } == [Eviction(reason: .size, files: 1, bytes: 20_000)])
             #expect(fixture.disk.evictions.total(.size) == Eviction(reason: .size, files: 1, bytes: 20_000))
+        }
+    }
+
+    @Test("room is made off the transfer thread: while eviction waits for the index's write lock, the loop still answers; the body gets its room once the lock goes")
+    func roomOffTheTransferThread() async throws {
+        try await withFixture(diskLimit: 50_000) { fixture in
+            _ = try await fixture.downloader.fetch(fixture.url("/img/a.png?bytes=20000"))
+            _ = try await fixture.downloader.fetch(fixture.url("/img/b.png?bytes=20000"))
+            // Another connection holds the index's write lock: evicting (deleting rows) waits for
+            // it, in SQLite's busy handler, for up to 5 s.
+            let holder = try SQLiteConnection(path: fixture.cacheRoot + "/index.sqlite")
+            try holder.execute("BEGIN IMMEDIATE")
+            let third = Task { try await fixture.downloader.fetch(fixture.url("/img/c.png?bytes=20000")) }
+            // 40 KB stored: the third body's 20 KB do not fit, and its transfer asks for room.
+            #expect(await eventually { fixture.downloader.statistics.roomRequests == 1 })
+            // A round trip through the transfer loop while that eviction is stuck: a loop that
+            // evicted itself would answer only once SQLite gave up, and the body would be disk_full.
+            _ = await fixture.downloader.rememberedFailures()
+            #expect(fixture.disk.evictions.total(.size).files == 0, "evicted while the write lock was held")
+            try holder.execute("ROLLBACK")
+            let image = try await third.value
+            #expect(image.source == .network)
+            #expect(fixture.disk.evictions.total(.size) == Eviction(reason: .size, files: 1, bytes: 20_000))
+            #expect(fixture.disk.budget.snapshot == DiskBudget.Snapshot(limit: 50_000, stored: 40_000, reserved: 0))
         }
     }
 

@@ -91,6 +91,17 @@ final class CurlEasy {
         return String(cString: value)
     }
 
+    /// What a write callback returns to pause receiving: libcurl keeps the bytes it offered
+    /// and offers them again after ``resumeReceiving()``.
+    static let pauseWriting = Int(CURL_WRITEFUNC_PAUSE)
+
+    /// Lets a transfer paused by ``pauseWriting`` go on; libcurl may call the write callback from
+    /// inside this call. False if libcurl refused (the transfer then fails on its own).
+    @discardableResult
+    func resumeReceiving() -> Bool {
+        curl_easy_pause(handle, CURLPAUSE_CONT) == CURLE_OK
+    }
+
     private func check(_ code: CURLcode, _ option: CURLoption) throws(CurlSetupError) {
         guard code == CURLE_OK else {
             throw CurlSetupError(what: "curl_easy_setopt(\(option.rawValue))", code: Int(code.rawValue))

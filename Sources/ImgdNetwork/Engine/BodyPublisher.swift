@@ -195,8 +195,9 @@ final class BodyPublisher: @unchecked Sendable {
     /// whose space is held by bodies still waiting for their rows (they become evictable once
     /// recorded).
     ///
-    /// Called on the transfer loop. It cannot deadlock: nothing on the lanes or this queue waits
-    /// for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks on the loop).
+    /// Called on the cache's housekeeping queue, by a request for room that eviction alone could
+    /// not satisfy. It cannot deadlock: nothing on the lanes or this queue waits for that queue
+    /// or for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks).
     func settle() {
         guard uncommitted.load(ordering: .relaxed) > 0 else { return }
         drainSpills()

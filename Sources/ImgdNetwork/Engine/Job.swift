@@ -13,6 +13,9 @@ final class Job {
         case publishing
         /// Failed transiently; waiting for its back-off to end.
         case waitingRetry
+        /// Its write found the filesystem full; waiting for the cache to evict before it tries
+        /// once more.
+        case waitingForSpace
         /// Done, for better or worse; its waiters have their result.
         case finished
     }

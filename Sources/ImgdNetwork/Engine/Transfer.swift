@@ -40,6 +40,12 @@ final class Transfer {
     private let makeSpill: (CacheKey) -> BodySpill
     /// Space held against the cache's cap for this body.
     let reservation: SpaceReservation
+    /// Asks the cache for room for this transfer (bytes wanted); the engine posts the request
+    /// and calls ``roomAnswered(granted:bytes:)`` with the answer. Runs inside the write callback.
+    private let askForRoom: (Transfer, Int) -> Void
+    /// Where the transfer stands with the cache's room: receiving is paused while a request is
+    /// out, and a refusal fails the body at its next bytes.
+    private(set) var room = RoomState.unasked
     /// The Content-Length, read with the first body bytes (nil: not declared).
     private(set) var declaredLength: Int?
     /// When the first byte of a 2xx body arrived (the pace is judged from then).
@@ -56,6 +62,16 @@ final class Transfer {
     /// Body bytes of an error response are counted and dropped, never written.
     private var discardedBytes = 0
     private(set) var abort: Abort?
+
+    /// A transfer's dealings with the cache for room beyond its free share of the cap.
+    enum RoomState {
+        /// Every byte so far fit in free space, or the last request was granted.
+        case unasked
+        /// A request is out; receiving is paused (libcurl keeps the bytes it offered).
+        case waiting
+        /// The cache could not make room: the body does not fit.
+        case refused
+    }
     /// libcurl's detailed message for the failure, if any.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -69,13 +85,14 @@ final class Transfer {
     static let undeclaredStart = 16 * 1024
 
     init(
-        job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, settlePublished: @escaping () -> Void,
-        makeSpill: @escaping (CacheKey) -> BodySpill
+        job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy,
+        askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
         self.makeSpill = makeSpill
+        self.askForRoom = askForRoom
         self.job = job
         self.easy = easy
-        self.reservation = SpaceReservation(disk: disk, settlePublished: settlePublished)
+        self.reservation = SpaceReservation(budget: disk.budget)
         self.maxBodyBytes = policy.maxBodyBytes
         self.totalTimeout = policy.totalTimeout
         self.addresses = policy.addresses
@@ -160,11 +177,18 @@ final class Transfer {
             return 0
         }
         // The cap is hard: the declared size is held before the first byte is kept, an
-        // undeclared body is held chunk by chunk as it grows.
+        // undeclared body is held chunk by chunk as it grows. Space that is not free is asked of
+        // the cache, which evicts on its own queue; these bytes wait in libcurl meanwhile.
         let needed = max(declaredLength ?? 0, bytesReceived + bytes.count)
-        guard reservation.ensure(needed, declared: declaredLength != nil && needed == declaredLength) else {
+        if case .refused = room {
             abort = .diskFull(needed: needed)
             return 0
+        }
+        let wanted = reservation.shortfall(holding: needed, declared: declaredLength != nil && needed == declaredLength)
+        if wanted > 0 {
+            room = .waiting
+            askForRoom(self, wanted)
+            return CurlEasy.pauseWriting
         }
         if buffer.capacity == 0 {
             // As much as the body needs when its length is declared (most images are far
@@ -188,6 +212,20 @@ final class Transfer {
         }
         if buffer.count >= Self.bufferLimit { spillBuffer() }
         return bytes.count
+    }
+
+    /// The cache's answer to a request for room: `bytes` granted (now held for this body) or
+    /// refused. Receiving goes on either way — with the bytes libcurl kept, which then fit, or
+    /// fail as `disk_full`.
+    func roomAnswered(granted: Bool, bytes: Int) {
+        guard case .waiting = room else { return }
+        if granted {
+            reservation.adopt(bytes)
+            room = .unasked
+        } else {
+            room = .refused
+        }
+        easy.resumeReceiving()
     }
 
     /// Hands the full buffer to the spill (made with the first one) and starts a new one. The

@@ -38,6 +38,11 @@ final class TransferEngine: @unchecked Sendable {
         case listFailurePage(after: String?, limit: Int, reply: @Sendable (RememberedFailurePage) -> Void)
         /// The publisher's verdict on a job's body.
         case published([PublishOutcome])
+        /// The cache's answer to a transfer's request for room (``DiskCache/reserveRoom(_:settlingFirst:reply:)``):
+        /// the job, its attempt, and the bytes now reserved for it, or refused.
+        case roomAnswered(CacheKey, jobSerial: UInt64, attempt: Int, bytes: Int, granted: Bool)
+        /// The cache evicted for a job whose write found the filesystem full: it tries again.
+        case spaceFreed(CacheKey, jobSerial: UInt64)
         case stop
     }
 
@@ -248,6 +253,20 @@ final class TransferEngine: @unchecked Sendable {
                 of: failures.live(now: now), after: after, limit: limit))
         case .published(let outcomes):
             for outcome in outcomes { published(outcome) }
+        case .roomAnswered(let key, let serial, let attempt, let bytes, let granted):
+            // The transfer may have ended meanwhile (cancelled, timed out, stopped): then the
+            // bytes granted for it go back.
+            guard let transfer = jobs[key]?.transfer, transfer.job.serial == serial, transfer.job.attempts == attempt,
+                case .waiting = transfer.room
+            else {
+                if granted { disk.budget.release(bytes) }
+                return
+            }
+            transfer.roomAnswered(granted: granted, bytes: bytes)
+        case .spaceFreed(let key, let serial):
+            guard let job = jobs[key], job.serial == serial, job.state == .waitingForSpace else { return }
+            move(job, to: .queued)
+            queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
         case .stop:
             break
         }
@@ -504,7 +523,9 @@ final class TransferEngine: @unchecked Sendable {
             finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
             return
         }
-        let transfer = Transfer(job: job, easy: easy, disk: disk, policy: policy, settlePublished: publisher.settle,
+        let transfer = Transfer(
+            job: job, easy: easy, disk: disk, policy: policy,
+            askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
         do {
             try transfer.configure(policy)
@@ -557,18 +578,34 @@ final class TransferEngine: @unchecked Sendable {
             counters.bytesDownloaded += image.bytes
             finish(job, .success(image))
         case .failure(.disk(_, outOfSpace: true)) where !job.retriedForSpace:
-            // The filesystem is fuller than the cap says (other files share it): make room by
-            // evicting, then try once more at once.
+            // The filesystem is fuller than the cap says (other files share it): the cache evicts
+            // on its own queue, and the job (holding no slot) tries once more as soon as that is
+            // done.
             job.retriedForSpace = true
-            _ = try? disk.evictLeastRecentlyUsed(toFree: Self.spaceToFreeOnENOSPC, reason: .space)
-            move(job, to: .queued)
-            queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
+            move(job, to: .waitingForSpace)
+            let key = job.key, serial = job.serial
+            disk.freeSpace(Self.spaceToFreeOnENOSPC) { [weak self] in
+                _ = self?.send(.spaceFreed(key, jobSerial: serial))
+            }
         case .failure(let error):
             if error.isTransient, job.attempts < policy.retry.maxAttempts {
                 scheduleRetry(job, after: error)
             } else {
                 finish(job, .failure(error))
             }
+        }
+    }
+
+    /// Posts a transfer's request for room to the cache, which makes it on its own queue; the
+    /// answer comes back as ``Command/roomAnswered(_:jobSerial:attempt:bytes:granted:)``. Until
+    /// then the transfer is paused and the loop serves the others.
+    private func askForRoom(_ transfer: Transfer, bytes: Int) {
+        let key = transfer.job.key, serial = transfer.job.serial, attempt = transfer.job.attempts
+        let publisher = publisher!, budget = disk.budget
+        counters.roomRequests += 1
+        disk.reserveRoom(bytes, settlingFirst: { publisher.settle() }) { [weak self] granted in
+            let sent = self?.send(.roomAnswered(key, jobSerial: serial, attempt: attempt, bytes: bytes, granted: granted)) ?? false
+            if !sent, granted { budget.release(bytes) }
         }
     }
 
@@ -666,12 +703,12 @@ final class TransferEngine: @unchecked Sendable {
         switch job.state {
         case .waitingRetry: waitingRetryCount -= 1
         case .publishing: publishingCount -= 1
-        case .queued, .running, .finished: break
+        case .queued, .running, .waitingForSpace, .finished: break
         }
         switch state {
         case .waitingRetry: waitingRetryCount += 1
         case .publishing: publishingCount += 1
-        case .queued, .running, .finished: break
+        case .queued, .running, .waitingForSpace, .finished: break
         }
         job.state = state
     }
@@ -802,4 +839,7 @@ public struct DownloaderStatistics: Sendable, Equatable {
     public var preempted = 0
     /// Transfers ended early as timeouts because their pace could not finish the declared body in time.
     public var pacedOut = 0
+    /// Times a body met the cap and its transfer paused while the cache made room (evicting on
+    /// its own queue, never on the transfer thread).
+    public var roomRequests = 0
 }
