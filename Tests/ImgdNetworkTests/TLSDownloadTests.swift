@@ -42,6 +42,34 @@ struct TLSDownloadTests {
         }
     }
 
+    @Test("under a full cap, streams pause while the cache makes room and then finish: 16 images of 300 KB through a 2 MiB cap", arguments: [["h2", "http/1.1"], ["http/1.1"]])
+    func roomUnderTheCap(protocols: [String]) async throws {
+        let certificates = try await TestCertificates.shared()
+        let tls = TestHTTPServer.TLS(certificates.valid, protocols: protocols)
+        let policy = Self.policy(certificates: certificates) {
+            $0.maxParallel = 8
+            // Three streams at once: an undeclared body holds its space in 256 KiB steps, so three
+            // hold at most 1.5 MiB, and room can always be made from what is stored.
+            $0.maxPerHost = 3
+        }
+        try await withFixture(policy: policy, diskLimit: 2 << 20, tls: tls) { fixture in
+            let targets = (0..<16).map { "/img/room-\($0).png?bytes=300000" + ($0 % 2 == 0 ? "" : "&no_cl=1") }
+            let urls = try targets.map { try fixture.url($0) }
+            let results = await prefetchAll(urls, with: fixture.downloader)
+            for (target, url) in zip(targets, urls) {
+                let image = try #require(try results[url.normalized]?.get(), "\(target) failed: \(String(describing: results[url.normalized]))")
+                #expect(image.bytes == 300_000)
+                // Later ones evict earlier ones; what is still cached is byte-exact.
+                if fixture.disk.lookup(url.cacheKey) != nil {
+                    #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: target))
+                }
+            }
+            #expect(fixture.downloader.statistics.roomRequests > 0, "no transfer ever waited for room")
+            #expect(fixture.disk.budget.snapshot.stored <= 2 << 20 && fixture.disk.budget.snapshot.reserved == 0)
+            #expect(fixture.server.http2Requests == (protocols.first == "h2" ? 16 : 0))
+        }
+    }
+
     @Test("the per-host cap holds for HTTP/2 streams on one connection")
     func perHostCapOnStreams() async throws {
         let certificates = try await TestCertificates.shared()
