@@ -34,7 +34,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     var maxAge: DurationArgument = DurationArgument("7d", .seconds(7 * 86_400))
 
     @Option(help: "The memory tier's cap (used by the daemon to serve lookups; prefetch streams to disk and does not fill it).")
-    var memoryLimit: ByteCount = ByteCount(64 << 20)
+    var memoryLimit: ByteCount = ByteCount(MemoryCache.defaultLimitBytes)
 
     @Option(help: "Transfers at once, in all (1–1024).")
     var maxParallel: Int = DownloadPolicy().maxParallel
