@@ -10,8 +10,10 @@ import Glibc
 ///
 /// Every option but `--config` is a setting of ``DaemonConfig/settings``, declared there once
 /// with its help and default; an option here only gives it to swift-argument-parser, which
-/// cannot declare options at run time. ``settingFlags`` gathers them by reflection, so no list
-/// of names is written twice; a test checks the options and the table match one to one.
+/// cannot declare options at run time. Each is a `String?` (a `[String]` when repeatable) named
+/// as its setting, with `.setting(name)` as its help: the table reads the text, as it reads the
+/// file's. ``settingFlags`` gathers them by reflection, so no list of names is written twice; a
+/// test checks the options and the table match one to one.
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
