@@ -31,7 +31,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     var diskLimit: ByteCount = ByteCount(DiskCache.defaultLimit)
 
     @Option(help: "Entries not used for this long are removed at start (units 30m, 12h, 7d).")
-    var maxAge: DurationArgument = DurationArgument("7d", .seconds(7 * 86_400))
+    var maxAge: DurationArgument = DurationArgument(MaintenanceSettings().maxAge)
 
     @Option(help: "The memory tier's cap (used by the daemon to serve lookups; prefetch streams to disk and does not fill it).")
     var memoryLimit: ByteCount = ByteCount(MemoryCache.defaultLimitBytes)

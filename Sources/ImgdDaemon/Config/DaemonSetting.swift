@@ -164,7 +164,7 @@ public struct DaemonSetting: Sendable {
 extension DaemonSetting {
     /// A size as a flag would spell it: the largest of GiB, MiB and KiB that divides it
     /// (`1GiB`, `64MiB`), else bytes.
-    static func spell(bytes: Int) -> String {
+    public static func spell(bytes: Int) -> String {
         for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where bytes != 0 && bytes % (1 << shift) == 0 {
             return "\(bytes >> shift)\(unit)"
         }
@@ -173,7 +173,7 @@ extension DaemonSetting {
 
     /// A duration as a flag would spell it: the largest of d, h and m that divides it (`7d`,
     /// `10m`), else seconds.
-    static func spell(duration: Duration) -> String {
+    public static func spell(duration: Duration) -> String {
         let seconds = duration.components.seconds
         for (unit, length) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where seconds != 0 && seconds % length == 0 {
             return "\(seconds / length)\(unit)"
@@ -182,7 +182,7 @@ extension DaemonSetting {
     }
 
     /// A number as a flag would spell it: `10`, not `10.0`.
-    static func spell(number: Double) -> String {
+    public static func spell(number: Double) -> String {
         number == number.rounded() && abs(number) < 1e15 ? "\(Int(number))" : "\(number)"
     }
 }
