@@ -22,7 +22,9 @@ extension DaemonConfig {
         .integer("max-parallel", \.maxParallel, 1...1024, reloadable: true, help: "Transfers at once, in all"),
         .integer("max-per-host", \.maxPerHost, 1...1024, reloadable: true, help: "Transfers at once to one host:port"),
         .integer("attempts", \.attempts, 1...10, reloadable: true, help: "Attempts per URL for transient failures"),
-        .bytes("max-body-bytes", \.maxBodyBytes, minimum: 1024, reloadable: true, help: "Largest body accepted"),
+        .bytes(
+            "max-body-bytes", \.maxBodyBytes, minimum: 1024, reloadable: true,
+            help: SettingHelp("Largest body accepted", detail: "counted as it arrives, not only from its declared length")),
         .duration("timeout", \.timeout, minimum: .seconds(1), reloadable: true, help: "Time allowed for one attempt"),
         DaemonSetting(
             "proxy", \.proxy, reloadable: false,
@@ -104,7 +106,7 @@ extension DaemonConfig {
                 """),
         .bytes(
             "max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true,
-            help: SettingHelp("Largest image get returns inline with data: true", detail: "larger is too_large")),
+            help: SettingHelp("Largest image get returns inline with data: true", detail: "counted before base64; larger is too_large")),
         // Memory bounds by bytes.
         .bytes(
             "max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true,
