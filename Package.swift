@@ -186,6 +186,9 @@ let package = Package(
         .testTarget(
             name: "ImgdFuzzTests", dependencies: ["ImgdFuzz"],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ImgdCLITests", dependencies: ["ImgdCLI", "ImgdDaemon"],
+            swiftSettings: swiftSettings),
         /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
         /// still match it), read by path.
         .testTarget(

@@ -32,10 +32,10 @@ struct PrefetchCommand: AsyncParsableCommand {
     var diskLimit: ByteCount = ByteCount(DiskCache.defaultLimit)
 
     @Option(help: "Entries not used for this long are removed at start (units 30m, 12h, 7d).")
-    var maxAge: DurationArgument = DurationArgument("7d", .seconds(7 * 86_400))
+    var maxAge: DurationArgument = DurationArgument(MaintenanceSettings().maxAge)
 
     @Option(help: "The memory tier's cap (used by the daemon to serve lookups; prefetch streams to disk and does not fill it).")
-    var memoryLimit: ByteCount = ByteCount(64 << 20)
+    var memoryLimit: ByteCount = ByteCount(MemoryCache.defaultLimitBytes)
 
     @Option(help: "Transfers at once, in all (1–1024).")
     var maxParallel: Int = DownloadPolicy().maxParallel

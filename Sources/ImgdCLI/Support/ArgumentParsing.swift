@@ -1,5 +1,6 @@
 import ArgumentParser
 import ImgdCore
+import ImgdDaemon
 
 /// Sizes on the command line: `1GiB`, `64 MiB`, `500MB`, or plain bytes.
 extension ByteCount: ExpressibleByArgument {
@@ -19,6 +20,11 @@ struct DurationArgument: ExpressibleByArgument, Sendable {
     init(_ text: String, _ duration: Duration) {
         self.text = text
         self.duration = duration
+    }
+
+    /// `duration`, shown as a flag would spell it (`7d`).
+    init(_ duration: Duration) {
+        self.init(DaemonSetting.spell(duration: duration), duration)
     }
 
     init?(argument: String) {

@@ -1,29 +1,48 @@
 import ImgdNetwork
 
 extension DaemonConfig {
-    /// Every setting, in the order `--help` lists them, each with whether a reload may change
-    /// it: limits, caps, timeouts, the CA file and the admin group apply at once; folders, the
-    /// socket, the connection limits, the pressure threshold, the proxy and the denied ranges need a restart.
-    static let settings: [DaemonSetting] = [
-        .path("spool", \.spool, reloadable: false),
-        .path("cache", \.cache, reloadable: false),
-        .path("state", \.state, reloadable: false),
-        .path("socket", \.socket, reloadable: false),
-        .bytes("disk-limit", \.diskLimit, minimum: 1 << 20, reloadable: true),
-        .duration("max-age", \.maxAge, minimum: .seconds(60), reloadable: true),
-        .duration("sweep-interval", \.sweepInterval, minimum: .seconds(1), reloadable: true),
-        .bytes("memory-limit", \.memoryLimit, minimum: 0, reloadable: true),
-        .integer("max-parallel", \.maxParallel, 1...1024, reloadable: true),
-        .integer("max-per-host", \.maxPerHost, 1...1024, reloadable: true),
-        .integer("attempts", \.attempts, 1...10, reloadable: true),
-        .bytes("max-body-bytes", \.maxBodyBytes, minimum: 1024, reloadable: true),
-        .duration("timeout", \.timeout, minimum: .seconds(1), reloadable: true),
-        DaemonSetting("proxy", \.proxy, reloadable: false, show: { $0 ?? "" }) { value throws(SettingError) in
+    /// Every setting, in the order `--help` lists them: its name, kind, whether a reload may
+    /// change it and what `--help` says of it. Limits, caps, timeouts, the CA file and the admin
+    /// group apply at once; folders, the socket, the connection limits, the pressure threshold,
+    /// the proxy and the denied ranges need a restart. README's table of settings is checked
+    /// against this one.
+    public static let settings: [DaemonSetting] = [
+        .path("spool", \.spool, reloadable: false, help: "Folder watched for link lists"),
+        .path("cache", \.cache, reloadable: false, help: "The image cache folder"),
+        .path("state", \.state, reloadable: false, help: "Folder of the state database"),
+        .path("socket", \.socket, reloadable: false, help: "The control socket's path"),
+        .bytes(
+            "disk-limit", \.diskLimit, minimum: 1 << 20, reloadable: true,
+            help: SettingHelp("The cache's size cap", detail: "KiB, MiB, GiB, KB, MB, GB, or bytes")),
+        .duration(
+            "max-age", \.maxAge, minimum: .seconds(60), reloadable: true,
+            help: SettingHelp("Entries unused this long are removed", detail: "30m, 12h, 7d")),
+        .duration("sweep-interval", \.sweepInterval, minimum: .seconds(1), reloadable: true, help: "How often the age sweep runs"),
+        .bytes("memory-limit", \.memoryLimit, minimum: 0, reloadable: true, help: "The memory tier's cap"),
+        .integer("max-parallel", \.maxParallel, 1...1024, reloadable: true, help: "Transfers at once, in all"),
+        .integer("max-per-host", \.maxPerHost, 1...1024, reloadable: true, help: "Transfers at once to one host:port"),
+        .integer("attempts", \.attempts, 1...10, reloadable: true, help: "Attempts per URL for transient failures"),
+        .bytes(
+            "max-body-bytes", \.maxBodyBytes, minimum: 1024, reloadable: true,
+            help: SettingHelp("Largest body accepted", detail: "counted as it arrives, not only from its declared length")),
+        .duration("timeout", \.timeout, minimum: .seconds(1), reloadable: true, help: "Time allowed for one attempt"),
+        DaemonSetting(
+            "proxy", \.proxy, reloadable: false,
+            help: SettingHelp("Proxy URL", detail: "proxy environment variables are ignored"),
+            show: { $0 ?? "" }, spell: { $0 }
+        ) { value throws(SettingError) in
             let text = try value.text()
             return text.isEmpty ? nil : text
         },
-        .readableFile("ca-file", \.caFile, reloadable: true),
-        DaemonSetting("deny", \.deny, reloadable: false, show: { $0.joined(separator: ",") }) { value throws(SettingError) in
+        .readableFile(
+            "ca-file", \.caFile, reloadable: true,
+            help: SettingHelp(
+                "A file of PEM certificates (a private CA) trusted for https instead of the system's store", valueName: "path")),
+        DaemonSetting(
+            "deny", \.deny, reloadable: false,
+            help: "Also refuse connections to this address range (CIDR); repeatable; added to the default list",
+            show: { $0.joined(separator: ",") }, spell: { $0.isEmpty ? nil : $0.joined(separator: ",") }
+        ) { value throws(SettingError) in
             let ranges: [String]
             if case .array(let items) = value {
                 ranges = try items.map { item throws(SettingError) in try item.text() }
@@ -33,16 +52,34 @@ extension DaemonConfig {
             for range in ranges where IPRange(range) == nil { throw SettingError(reason: "\(range) is not a CIDR range") }
             return ranges
         },
-        .boolean("deny-defaults", \.denyDefaults, reloadable: false),
-        .integer("max-connections", \.maxConnections, 1...100_000, reloadable: false),
+        .boolean(
+            "deny-defaults", \.denyDefaults, reloadable: false,
+            help: SettingHelp(
+                "Refuse the default ranges " + AddressPolicy.default.deniedRanges.map(\.description).joined(separator: ", "),
+                detail: "false leaves only --deny", valueName: "true|false")),
+        .integer(
+            "max-connections", \.maxConnections, 1...100_000, reloadable: false,
+            help: SettingHelp("Control socket connections at once", detail: "the last eighth only for users with none open")),
         // The socket's fairness and who may run destructive commands. The group is
         // looked up by name at each load, so a reload also takes a changed gid.
-        .integer("max-connections-per-peer", \.maxConnectionsPerPeer, 1...100_000, reloadable: false),
-        DaemonSetting("admin-group", \.adminGroup, reloadable: true, show: { $0?.name ?? "" }) { value throws(SettingError) in
+        .integer(
+            "max-connections-per-peer", \.maxConnectionsPerPeer, 1...100_000, reloadable: false,
+            help: "Control socket connections one user (uid) may have open at once"),
+        DaemonSetting(
+            "admin-group", \.adminGroup, reloadable: true,
+            help: SettingHelp(
+                "Group whose members may also run purge of the disk tier, evict, fsck, retry of everything and cancel of others' lists",
+                valueName: "name", none: "none: root and imgd's user only"),
+            show: { $0?.name ?? "" }, spell: { $0?.name }
+        ) { value throws(SettingError) in
             let name = try value.text()
             return name.isEmpty ? nil : try AdminGroup(resolving: name)
         },
-        DaemonSetting("pressure-threshold", \.pressureThreshold, reloadable: false, show: { "\($0)" }) { value throws(SettingError) in
+        DaemonSetting(
+            "pressure-threshold", \.pressureThreshold, reloadable: false,
+            help: "avg10 percentage counted as memory pressure when PSI triggers are refused",
+            show: { "\($0)" }, spell: DaemonSetting.spell(number:)
+        ) { value throws(SettingError) in
             let number: Double? = switch value {
             case .integer(let value): Double(value)
             case .float(let value): value
@@ -53,14 +90,27 @@ extension DaemonConfig {
             return number
         },
         // Spool claims:
-        .bytes("max-list-bytes", \.maxListBytes, minimum: 1, reloadable: true),
-        .integer("max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true),
+        .bytes(
+            "max-list-bytes", \.maxListBytes, minimum: 1, reloadable: true,
+            help: "A list file larger than this when claimed is refused unread"),
+        .integer(
+            "max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true,
+            help: "Entries read from one list, at most; the rest is a bad_list failure"),
         // Memory bounds on what clients ask for.
-        .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true),
-        .integer("max-queued", \.maxQueued, 1...100_000_000, reloadable: true),
-        .bytes("max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true),
+        .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true, help: "URLs in one add request"),
+        .integer(
+            "max-queued", \.maxQueued, 1...100_000_000, reloadable: true,
+            help: """
+                Requests held for clients (add, get without waiting, list windows) before add, get without waiting \
+                and retry are refused with queue_full
+                """),
+        .bytes(
+            "max-data-bytes", \.maxDataBytes, minimum: 0, reloadable: true,
+            help: SettingHelp("Largest image get returns inline with data: true", detail: "counted before base64; larger is too_large")),
         // Memory bounds by bytes.
-        .bytes("max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true),
+        .bytes(
+            "max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true,
+            help: "Bytes of the URLs of the held requests before add, get without waiting and retry are refused with queue_full"),
     ]
 
     /// Every setting's name, in the order `--help` lists them.

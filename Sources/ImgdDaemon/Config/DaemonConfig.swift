@@ -1,11 +1,16 @@
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
+import ImgdSystem
 
 /// Everything the daemon can be told: folders, cache limits, the downloader's caps, the control
 /// socket's limits. Every setting has one name, used both as its flag (`--disk-limit`) and as
 /// its key in the configuration file (`disk-limit = "2GiB"`); each is declared once, with
-/// whether a reload may change it, in ``settings`` (`DaemonConfig+Settings.swift`).
+/// whether a reload may change it, its help and how it is read, in ``settings``
+/// (`DaemonConfig+Settings.swift`). Each default is the one of the type that uses the value
+/// (``DiskCache``, ``MaintenanceSettings``, ``MemoryCache``, ``DownloadPolicy``,
+/// ``ControlLimits``, ``MemoryPressureSource``, ``SpoolLimits``, ``HeldRequestLimit``, the
+/// commands' limits); none is written here.
 ///
 /// Settings come in layers: the embedded default (folders under `./imgd-data`, or systemd's
 /// `$STATE_DIRECTORY`, `$CACHE_DIRECTORY`, `$RUNTIME_DIRECTORY`), then the file (TOML 1.0),
@@ -22,9 +27,9 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The control socket.
     public var socket: String
     public var diskLimit = DiskCache.defaultLimit
-    public var maxAge: Duration = .seconds(7 * 86_400)
-    public var sweepInterval: Duration = .seconds(600)
-    public var memoryLimit = 64 << 20
+    public var maxAge = MaintenanceSettings().maxAge
+    public var sweepInterval = MaintenanceSettings().sweepInterval
+    public var memoryLimit = MemoryCache.defaultLimitBytes
     public var maxParallel = DownloadPolicy().maxParallel
     public var maxPerHost = DownloadPolicy().maxPerHost
     public var attempts = DownloadPolicy().retry.maxAttempts
@@ -38,7 +43,7 @@ public struct DaemonConfig: Sendable, Equatable {
     public var deny: [String] = []
     /// Whether ``AddressPolicy/default``'s ranges are refused (default true).
     public var denyDefaults = true
-    public var maxConnections = 256
+    public var maxConnections = ControlLimits().maxConnections
     // The socket's fairness and who may run destructive commands.
     /// Connections one uid may have open at once (``ControlLimits/maxConnectionsPerPeer``).
     public var maxConnectionsPerPeer = ControlLimits().maxConnectionsPerPeer
@@ -46,7 +51,7 @@ public struct DaemonConfig: Sendable, Equatable {
     /// user (``CommandAuthority``); none by default.
     public var adminGroup: AdminGroup?
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
-    public var pressureThreshold = 10.0
+    public var pressureThreshold = MemoryPressureSource.defaultPollingThreshold
     // Spool claims (lists that cannot be abused), see ``SpoolLimits``:
     /// A list file larger than this when claimed is refused unread.
     public var maxListBytes = SpoolLimits().maxListBytes
@@ -54,22 +59,21 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxListLines = SpoolLimits().maxListLines
 
     // Memory bounds on what clients ask for: reloadable, read per request.
-    /// URLs in one `add`: 10,000 by default; more is `invalid_argument`.
-    public var maxAddURLs = 10_000
+    /// URLs in one `add` (``DaemonCommands/defaultMaxAddURLs``).
+    public var maxAddURLs = DaemonCommands.defaultMaxAddURLs
     /// Requests the downloader may hold (queued, running, waiting for a retry; one per URL per
-    /// `add`, `get` or spool window) before `add` and `get` with `wait: false` are refused
-    /// with `queue_full`: 100,000 by default.
-    public var maxQueued = 100_000
+    /// `add`, `get` or spool window) before `add`, `get` with `wait: false` and `retry` are
+    /// refused with `queue_full` (``HeldRequestLimit/requests``).
+    public var maxQueued = HeldRequestLimit().requests
     // Memory bounds by bytes: the bytes of the held requests' URLs.
-    /// Bytes of the URLs of the requests the downloader holds (each counts its URL's, up to
-    /// 8 KiB) before `add`, `get` with `wait: false` and `retry` are refused with `queue_full`:
-    /// 64 MiB by default. `max-queued` alone let 100,000 URLs of 8 KiB hold ~800 MB.
-    public var maxQueuedBytes = 64 << 20
+    /// Bytes of the URLs of the requests the downloader holds before the same `queue_full`
+    /// (``HeldRequestLimit/bytes``).
+    public var maxQueuedBytes = HeldRequestLimit().bytes
     /// The two held-request bounds, as the downloader takes them.
     public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
-    /// The largest image `get` returns inline with `data: true`, counted on its bytes before
-    /// base64: 4 MiB by default; a larger one is `too_large`.
-    public var maxDataBytes = 4 << 20
+    /// The largest image `get` returns inline with `data: true`
+    /// (``DaemonCommands/defaultMaxDataBytes``).
+    public var maxDataBytes = DaemonCommands.defaultMaxDataBytes
 
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.

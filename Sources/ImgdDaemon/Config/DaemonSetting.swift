@@ -4,12 +4,26 @@ import ImgdCore
 import Glibc
 #endif
 
-/// One setting: its name (flag and key), whether a reload may change it while running, and how
-/// it is read, shown and carried over. The only place reloadability is written down.
-struct DaemonSetting: Sendable {
-    let name: String
+/// One setting: its name (flag and key), whether a reload may change it while running, what
+/// `--help` and README say of it, and how it is read, shown and carried over. The only place
+/// each of these is written down; its default is the one ``DaemonConfig`` takes from the type
+/// that uses the value.
+public struct DaemonSetting: Sendable {
+    /// The flag (`--disk-limit`) and the configuration file's key (`disk-limit`).
+    public let name: String
     /// Whether SIGHUP applies a new value; otherwise the running value stays until a restart.
-    let reloadable: Bool
+    public let reloadable: Bool
+    /// What it sets, for `--help` and README: one sentence without its default or a final period.
+    public let summary: String
+    /// What else `--help` says after the default (the units it takes, what happens past it);
+    /// nil for nothing.
+    public let detail: String?
+    /// The placeholder `--help` shows for the value; nil for the flag's own name.
+    public let valueName: String?
+    /// What having no value means, shown as the default of a setting that has none.
+    public let none: String
+    /// The value as a flag or key spells it (`1GiB`, `7d`, `true`); nil when there is none.
+    let spell: @Sendable (DaemonConfig) -> String?
     /// The value as a reload logs it.
     let show: @Sendable (DaemonConfig) -> String
     /// Sets the value from the file's value (or a flag's text, as a string).
@@ -19,11 +33,18 @@ struct DaemonSetting: Sendable {
 
     init<Value>(
         _ name: String, _ field: WritableKeyPath<DaemonConfig, Value> & Sendable, reloadable: Bool,
+        help: SettingHelp,
         show: @escaping @Sendable (Value) -> String,
+        spell: @escaping @Sendable (Value) -> String?,
         apply: @escaping @Sendable (TOMLValue) throws(SettingError) -> Value
     ) {
         self.name = name
         self.reloadable = reloadable
+        summary = help.summary
+        detail = help.detail
+        valueName = help.valueName
+        none = help.none
+        self.spell = { spell($0[keyPath: field]) }
         self.show = { show($0[keyPath: field]) }
         self.apply = { config, value throws(SettingError) in config[keyPath: field] = try apply(value) }
         adopt = { $0[keyPath: field] = $1[keyPath: field] }
@@ -32,8 +53,10 @@ struct DaemonSetting: Sendable {
     // MARK: - Kinds of setting
 
     /// A folder or socket path (not empty).
-    static func path(_ name: String, _ field: WritableKeyPath<DaemonConfig, String> & Sendable, reloadable: Bool) -> Self {
-        Self(name, field, reloadable: reloadable, show: { $0 }) { value throws(SettingError) in
+    static func path(
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, String> & Sendable, reloadable: Bool, help: SettingHelp
+    ) -> Self {
+        Self(name, field, reloadable: reloadable, help: help, show: { $0 }, spell: { $0 }) { value throws(SettingError) in
             let text = try value.text()
             guard !text.isEmpty else { throw SettingError(reason: "an empty path") }
             return text
@@ -42,9 +65,11 @@ struct DaemonSetting: Sendable {
 
     /// A size: `"512MiB"` or a number of bytes.
     static func bytes(
-        _ name: String, _ field: WritableKeyPath<DaemonConfig, Int> & Sendable, minimum: Int, reloadable: Bool
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, Int> & Sendable, minimum: Int, reloadable: Bool,
+        help: SettingHelp
     ) -> Self {
-        Self(name, field, reloadable: reloadable, show: { "\(ByteCount($0))" }) { value throws(SettingError) in
+        Self(name, field, reloadable: reloadable, help: help, show: { "\(ByteCount($0))" }, spell: spell(bytes:)) {
+            value throws(SettingError) in
             let bytes: Int
             switch value {
             case .integer(let count): bytes = count
@@ -63,9 +88,11 @@ struct DaemonSetting: Sendable {
 
     /// A duration: `"12h"` or a number of seconds.
     static func duration(
-        _ name: String, _ field: WritableKeyPath<DaemonConfig, Duration> & Sendable, minimum: Duration, reloadable: Bool
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, Duration> & Sendable, minimum: Duration, reloadable: Bool,
+        help: SettingHelp
     ) -> Self {
-        Self(name, field, reloadable: reloadable, show: { "\($0.components.seconds)s" }) { value throws(SettingError) in
+        Self(name, field, reloadable: reloadable, help: help, show: { "\($0.components.seconds)s" }, spell: spell(duration:)) {
+            value throws(SettingError) in
             let duration: Duration
             switch value {
             case .integer(let seconds): duration = .seconds(seconds)
@@ -84,9 +111,10 @@ struct DaemonSetting: Sendable {
 
     /// A whole number in `range` (any TOML integer form, or a flag's decimal text).
     static func integer(
-        _ name: String, _ field: WritableKeyPath<DaemonConfig, Int> & Sendable, _ range: ClosedRange<Int>, reloadable: Bool
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, Int> & Sendable, _ range: ClosedRange<Int>, reloadable: Bool,
+        help: SettingHelp
     ) -> Self {
-        Self(name, field, reloadable: reloadable, show: { "\($0)" }) { value throws(SettingError) in
+        Self(name, field, reloadable: reloadable, help: help, show: { "\($0)" }, spell: { "\($0)" }) { value throws(SettingError) in
             let number: Int? = switch value {
             case .integer(let number): number
             case .string(let text): Int(text)
@@ -100,8 +128,10 @@ struct DaemonSetting: Sendable {
     }
 
     /// `true` or `false` (a flag's text, or a TOML boolean).
-    static func boolean(_ name: String, _ field: WritableKeyPath<DaemonConfig, Bool> & Sendable, reloadable: Bool) -> Self {
-        Self(name, field, reloadable: reloadable, show: { "\($0)" }) { value throws(SettingError) in
+    static func boolean(
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, Bool> & Sendable, reloadable: Bool, help: SettingHelp
+    ) -> Self {
+        Self(name, field, reloadable: reloadable, help: help, show: { "\($0)" }, spell: { "\($0)" }) { value throws(SettingError) in
             switch value {
             case .boolean(let flag): return flag
             case .string("true"): return true
@@ -114,9 +144,9 @@ struct DaemonSetting: Sendable {
     /// A file that must exist and be readable when the settings are loaded (at start and at
     /// each reload); an empty string means none.
     static func readableFile(
-        _ name: String, _ field: WritableKeyPath<DaemonConfig, String?> & Sendable, reloadable: Bool
+        _ name: String, _ field: WritableKeyPath<DaemonConfig, String?> & Sendable, reloadable: Bool, help: SettingHelp
     ) -> Self {
-        Self(name, field, reloadable: reloadable, show: { $0 ?? "" }) { value throws(SettingError) in
+        Self(name, field, reloadable: reloadable, help: help, show: { $0 ?? "" }, spell: { $0 }) { value throws(SettingError) in
             let path = try value.text()
             guard !path.isEmpty else { return nil }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -128,6 +158,32 @@ struct DaemonSetting: Sendable {
             }
             return DaemonConfig.absolute(path)
         }
+    }
+}
+
+extension DaemonSetting {
+    /// A size as a flag would spell it: the largest of GiB, MiB and KiB that divides it
+    /// (`1GiB`, `64MiB`), else bytes.
+    public static func spell(bytes: Int) -> String {
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where bytes != 0 && bytes % (1 << shift) == 0 {
+            return "\(bytes >> shift)\(unit)"
+        }
+        return "\(bytes)"
+    }
+
+    /// A duration as a flag would spell it: the largest of d, h and m that divides it (`7d`,
+    /// `10m`), else seconds.
+    public static func spell(duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        for (unit, length) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where seconds != 0 && seconds % length == 0 {
+            return "\(seconds / length)\(unit)"
+        }
+        return "\(seconds)s"
+    }
+
+    /// A number as a flag would spell it: `10`, not `10.0`.
+    public static func spell(number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? "\(Int(number))" : "\(number)"
     }
 }
 

@@ -4,7 +4,7 @@
 /// (each delay drawn from its upper half, so retries from many URLs spread out); a server's
 /// `Retry-After` is honoured up to 120 s.
 public struct RetryPolicy: Sendable, Equatable {
-    /// Attempts per URL, the first included. 1 disables retries.
+    /// Attempts per URL, the first included: 3 by default. 1 disables retries.
     public var maxAttempts: Int = 3
     /// Delay before the second attempt; doubles for each later one.
     public var baseDelay: Duration = .milliseconds(500)

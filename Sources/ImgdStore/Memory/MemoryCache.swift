@@ -17,11 +17,14 @@ public final class MemoryCache: Sendable {
     private let state: Locked<MemoryCacheState>
     private let now: @Sendable () -> ContinuousClock.Instant
 
+    /// The byte limit unless told otherwise: 64 MiB (the daemon's `memory-limit`).
+    public static let defaultLimitBytes = 64 << 20
+
     /// A cache of at most `limitBytes` bytes (64 MiB by default) in at most `limitEntries`
     /// images (10,000 by default), refusing inserts for `coolDown` after a purge (30 seconds by
     /// default). `now` is the clock the cool-down is measured on; tests pass their own.
     public init(
-        limitBytes: Int = 64 << 20,
+        limitBytes: Int = defaultLimitBytes,
         limitEntries: Int = 10_000,
         coolDown: Duration = .seconds(30),
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }

@@ -1,0 +1,11 @@
+import ArgumentParser
+import ImgdDaemon
+
+extension ArgumentHelp {
+    /// The help of the daemon's setting `name`, as ``DaemonConfig/settings`` declares it: its
+    /// summary, its default (from the value) and its placeholder.
+    static func setting(_ name: String) -> ArgumentHelp {
+        guard let setting = DaemonConfig.setting(named: name) else { preconditionFailure("no setting named \(name)") }
+        return ArgumentHelp(setting.help, valueName: setting.valueName)
+    }
+}

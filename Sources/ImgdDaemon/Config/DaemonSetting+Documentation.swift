@@ -1,0 +1,56 @@
+extension DaemonSetting {
+    /// The environment systemd gives the service, with each folder named by its variable, so
+    /// a default under systemd reads `$STATE_DIRECTORY/spool`.
+    static let systemdPlaceholders = [
+        "STATE_DIRECTORY": "$STATE_DIRECTORY", "CACHE_DIRECTORY": "$CACHE_DIRECTORY", "RUNTIME_DIRECTORY": "$RUNTIME_DIRECTORY",
+    ]
+
+    /// The default as a flag spells it (`1GiB`, `7d`, `./imgd-data/spool`); nil when there is none.
+    public var defaultSpelling: String? {
+        spell(DaemonConfig.embedded(environment: [:]))
+    }
+
+    /// The default under systemd when it differs (`$STATE_DIRECTORY/spool`); nil otherwise.
+    public var systemdDefaultSpelling: String? {
+        let underSystemd = spell(DaemonConfig.embedded(environment: Self.systemdPlaceholders))
+        return underSystemd == defaultSpelling ? nil : underSystemd
+    }
+
+    /// What `--help` says of it: "The cache's size cap (default 1GiB; KiB, MiB, GiB, KB, MB, GB, or bytes)."
+    public var help: String {
+        var shown = defaultSpelling ?? none
+        if let systemd = systemdDefaultSpelling { shown += ", under systemd \(systemd)" }
+        return "\(summary) (default \(shown)\(detail.map { "; \($0)" } ?? ""))."
+    }
+
+    /// Its row of README's table of settings: name, default, what SIGHUP does, what it sets.
+    public var markdownRow: String {
+        var shown = defaultSpelling.map { "`\($0)`" } ?? none
+        if let systemd = systemdDefaultSpelling { shown += " (`\(systemd)` under systemd)" }
+        let what = summary + (detail.map { " (\($0))" } ?? "")
+        return "| `\(name)` | \(shown) | \(reloadable ? "applied" : "restart") | \(what) |"
+    }
+}
+
+extension DaemonConfig {
+    /// The setting named `name` (flag or key); nil for none.
+    public static func setting(named name: String) -> DaemonSetting? {
+        settings.first { $0.name == name }
+    }
+
+    /// The settings a reload applies at once, in `--help` order.
+    public static var reloadableSettingNames: [String] {
+        settings.filter(\.reloadable).map(\.name)
+    }
+
+    /// The settings a reload leaves at their running value until a restart, in `--help` order.
+    public static var restartSettingNames: [String] {
+        settings.filter { !$0.reloadable }.map(\.name)
+    }
+
+    /// README's table of settings, as the declarations give it (a test checks README holds it).
+    public static var settingsMarkdownTable: String {
+        (["| setting | default | SIGHUP | what it sets |", "|---|---|---|---|"] + settings.map(\.markdownRow))
+            .joined(separator: "\n")
+    }
+}
