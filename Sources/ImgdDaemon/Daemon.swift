@@ -45,7 +45,7 @@ public enum Daemon {
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
     public static func run(_ options: DaemonOptions) async -> Int32 {
-        let logger = JournalLogHandler.logger(environment: options.environment)
+        var logger = JournalLogHandler.logger(environment: options.environment)
         let config: DaemonConfig
         do {
             config = try options.load()
@@ -53,6 +53,7 @@ public enum Daemon {
             logger.error("\(error)")
             return 2
         }
+        logger.logLevel = config.logLevel
         // Before anything starts: a signal during start-up is kept for when the group runs.
         let signals = await SignalService.trap()
         let services: DaemonServices

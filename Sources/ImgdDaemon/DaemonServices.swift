@@ -194,8 +194,12 @@ final class DaemonServices: Sendable {
         // With the new cap, and also when nothing changed: a reload after freeing space checks again.
         defer { checkDiskSpace() }
         let reload = ConfigReload(running: config.withLock { $0 }, loaded: new)
-        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
         let applied = reload.applied
+        // First, so that the reload's own lines follow the new level. Shared by every copy of the
+        // daemon's handler: each part's logger takes it at once.
+        var logger = logger
+        logger.logLevel = applied.logLevel
+        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)

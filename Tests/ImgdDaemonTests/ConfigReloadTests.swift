@@ -1,6 +1,7 @@
 import Foundation
 @testable import ImgdDaemon
 import ImgdNetwork
+import Logging
 import Testing
 
 /// What SIGHUP does with each setting, through ``ConfigReload``, which the daemon's reload
@@ -53,6 +54,7 @@ struct ConfigReloadTests {
         Change(key: "max-connections-per-peer", value: .integer(4), reloadable: false) { $0.controlLimits.maxConnectionsPerPeer == 4 },
         Change(key: "admin-group", value: .string("root"), reloadable: true) { $0.adminGroup == AdminGroup(name: "root", gid: 0) },
         Change(key: "pressure-threshold", value: .float(25.5), reloadable: false) { $0.pressureThreshold == 25.5 },
+        Change(key: "log-level", value: .string("debug"), reloadable: true) { $0.logLevel == .debug },
         // Spool claims: what the claimer is given.
         Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
         Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },

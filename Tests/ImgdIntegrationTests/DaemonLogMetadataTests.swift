@@ -29,4 +29,29 @@ struct DaemonLogMetadataTests {
             lines.contains { $0.hasPrefix("imgd: purge: memory tier (by pid ") && $0.contains(#" peer="pid "#) && $0.hasSuffix(#" uid \#(getuid()) gid \#(getgid())""#) },
             "log:\n\(daemon.log)")
     }
+
+    @Test("log-level: below it nothing is written; a reload to a lower level applies at once")
+    func levelAndReload() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let config = scratch.path + "/imgd.toml"
+        try #"log-level = "warning""#.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", config])
+        defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
+
+        try daemon.drop("quiet.txt", server.url("/img/q.png") + "\n")
+        #expect(await daemon.finishedList("quiet.txt") != nil, "log:\n\(daemon.log)")
+        #expect(!daemon.log.contains("imgd: ready") && !daemon.log.contains("claimed list quiet.txt"), "log:\n\(daemon.log)")
+
+        try #"log-level = "info""#.write(toFile: config, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        // The new level applies before the reload logs what it changed.
+        #expect(await eventually(timeout: .seconds(20)) { daemon.log.contains("imgd: reloaded: log-level = info") }, "log:\n\(daemon.log)")
+        try daemon.drop("heard.txt", server.url("/img/h.png") + "\n")
+        #expect(await eventually(timeout: .seconds(20)) { daemon.log.contains("claimed list heard.txt: 1 lines") }, "log:\n\(daemon.log)")
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        #expect(daemon.log.contains("imgd: stopped"), "log:\n\(daemon.log)")
+        try await server.shutdown()
+    }
 }

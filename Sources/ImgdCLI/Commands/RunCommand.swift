@@ -59,6 +59,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("max-connections-per-peer")) var maxConnectionsPerPeer: String?
     @Option(help: .setting("admin-group")) var adminGroup: String?
     @Option(help: .setting("pressure-threshold")) var pressureThreshold: String?
+    @Option(help: .setting("log-level")) var logLevel: String?
     @Option(help: .setting("max-list-bytes")) var maxListBytes: String?
     @Option(help: .setting("max-list-lines")) var maxListLines: String?
     @Option(help: .setting("max-add-urls")) var maxAddUrls: String?

@@ -1,4 +1,5 @@
 import ImgdNetwork
+import Logging
 
 extension DaemonConfig {
     /// Every setting, in the order `--help` lists them: its name, kind, whether a reload may
@@ -88,6 +89,18 @@ extension DaemonConfig {
             }
             guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
             return number
+        },
+        DaemonSetting(
+            "log-level", \.logLevel, reloadable: true,
+            help: SettingHelp(
+                "The least severe messages logged",
+                valueName: Logger.Level.allCases.map(\.rawValue).joined(separator: "|")),
+            show: { $0.rawValue }, spell: { $0.rawValue }
+        ) { value throws(SettingError) in
+            guard let level = Logger.Level(rawValue: try value.text()) else {
+                throw SettingError(reason: "one of " + Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            return level
         },
         // Spool claims:
         .bytes(

@@ -2,6 +2,7 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import ImgdSystem
+import Logging
 
 /// Everything the daemon can be told: folders, cache limits, the downloader's caps, the control
 /// socket's limits. Every setting has one name, used both as its flag (`--disk-limit`) and as
@@ -52,6 +53,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var adminGroup: AdminGroup?
     /// `avg10` percentage that counts as pressure when the kernel refuses a PSI trigger.
     public var pressureThreshold = MemoryPressureSource.defaultPollingThreshold
+    /// The least severe messages logged (``JournalLogHandler/defaultLevel``: `info`).
+    public var logLevel = JournalLogHandler.defaultLevel
     // Spool claims (lists that cannot be abused), see ``SpoolLimits``:
     /// A list file larger than this when claimed is refused unread.
     public var maxListBytes = SpoolLimits().maxListBytes

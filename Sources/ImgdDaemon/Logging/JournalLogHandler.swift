@@ -24,25 +24,36 @@ public struct JournalLogHandler: LogHandler {
     /// at 512 bytes where it is quoted; past it a message is junk being echoed.
     public static let messageLimit = 4096
 
-    public var logLevel: Logger.Level
+    /// The level below which messages are dropped when none is set: `info`.
+    public static let defaultLevel = Logger.Level.info
+
+    /// The level, shared by every copy of this handler (every logger the daemon hands its
+    /// parts): setting it on one — a reload's `log-level` — applies to all at once.
+    public var logLevel: Logger.Level {
+        get { level.value }
+        nonmutating set { level.value = newValue }
+    }
+
     public var metadata: Logger.Metadata = [:]
 
+    private let level: SharedLogLevel
     private let journal: Bool
     private let descriptor: Int32
 
     /// A handler writing to `descriptor` (stderr by default) at `level` and above, with
     /// journald priorities when `environment`'s `JOURNAL_STREAM` matches the descriptor.
-    public init(environment: [String: String], level: Logger.Level = .info, descriptor: Int32 = STDERR_FILENO) {
+    public init(environment: [String: String], level: Logger.Level = defaultLevel, descriptor: Int32 = STDERR_FILENO) {
         self.descriptor = descriptor
-        logLevel = level
+        self.level = SharedLogLevel(level)
         journal = Self.isJournal(descriptor, stream: environment["JOURNAL_STREAM"])
     }
 
     /// A logger labelled `imgd` writing through a handler made as ``init(environment:level:descriptor:)`` does.
     public static func logger(
-        environment: [String: String], level: Logger.Level = .info, descriptor: Int32 = STDERR_FILENO
+        environment: [String: String], level: Logger.Level = defaultLevel, descriptor: Int32 = STDERR_FILENO
     ) -> Logger {
-        Logger(label: "imgd") { _ in JournalLogHandler(environment: environment, level: level, descriptor: descriptor) }
+        let handler = JournalLogHandler(environment: environment, level: level, descriptor: descriptor)
+        return Logger(label: "imgd") { _ in handler }
     }
 
     /// True when the lines carry journald priorities.
