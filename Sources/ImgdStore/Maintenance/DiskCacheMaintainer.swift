@@ -1,4 +1,3 @@
-import Dispatch
 import ImgdCore
 import Logging
 import ServiceLifecycle
@@ -14,18 +13,23 @@ import ServiceLifecycle
 ///   fault once when it appears and once when it clears.
 /// - From start until done: the background reconcile, a slice at a time.
 ///
-/// Every piece of work is a budgeted pass (at most 500 rows or files) run on the maintainer's
-/// own serial queue, never on the cooperative pool, with a pause between passes: lookups run
-/// beside it on their own connection and never wait for a whole sweep. Ages are read on
-/// `now` (by default ``WallClock``, which a clock step cannot move); timers use the monotonic
-/// clock.
-public final class DiskCacheMaintainer: Service {
+/// An actor on the cache's ``DiskCache/housekeeping`` executor: its work blocks (SQLite,
+/// `unlink`, `fstatat`) and so runs there, never on the cooperative pool, and it takes turns
+/// with the room made for arriving bodies. Every piece of work is a budgeted pass (at most 500
+/// rows or files) with a pause between passes, which frees the executor: lookups run beside it
+/// on their own connection and never wait for a whole sweep, and a body waiting for room waits
+/// for one pass at most. Ages are read on `now` (by default ``WallClock``, which a clock step
+/// cannot move); timers use the monotonic clock.
+public actor DiskCacheMaintainer: Service {
     /// The disk tier looked after.
-    public let cache: DiskCache
-    fileprivate let now: @Sendable () -> Int
-    fileprivate let logger: Logger
-    private let queue = DispatchQueue(label: "imgd.cache-maintenance")
-    fileprivate let state: Locked<MaintainerState>
+    public nonisolated let cache: DiskCache
+    private let now: @Sendable () -> Int
+    private let logger: Logger
+    /// Settings, status and a pending sweep request: read and written outside the actor too
+    /// (status lines, reloads, tests), so they sit behind their own lock.
+    private nonisolated let state: Locked<MaintainerState>
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { cache.housekeeping.asUnownedSerialExecutor() }
 
     /// A maintainer of `cache`; `now` gives wall-clock milliseconds (tests inject theirs), and
     /// `log` takes one line per event worth a person's attention.
@@ -41,14 +45,14 @@ public final class DiskCacheMaintainer: Service {
     }
 
     /// What the maintainer has done and found.
-    public var status: MaintenanceStatus { state.withLock { $0.status } }
+    public nonisolated var status: MaintenanceStatus { state.withLock { $0.status } }
 
     /// The settings in use.
-    public var settings: MaintenanceSettings { state.withLock { $0.settings } }
+    public nonisolated var settings: MaintenanceSettings { state.withLock { $0.settings } }
 
     /// Takes new settings and a new cap (a reload); the next tick applies them: a lower cap is
     /// enforced within a second, a shorter maximum age at once.
-    public func update(_ settings: MaintenanceSettings, diskLimit: Int) {
+    public nonisolated func update(_ settings: MaintenanceSettings, diskLimit: Int) {
         cache.budget.setLimit(diskLimit)
         state.withLock { state in
             if state.settings.maxAge != settings.maxAge { state.sweepRequested = true }
@@ -57,7 +61,7 @@ public final class DiskCacheMaintainer: Service {
     }
 
     /// Asks for an age sweep at the next tick.
-    public func requestSweep() {
+    public nonisolated func requestSweep() {
         state.withLock { $0.sweepRequested = true }
     }
 
@@ -78,7 +82,7 @@ public final class DiskCacheMaintainer: Service {
             let settings = self.settings
             let tick = clock.now
             if tick >= nextHealth {
-                await onQueue { self.checkHealth() }
+                checkHealth()
                 nextHealth = tick + settings.healthInterval
             }
             if tick >= nextSweep || state.withLock({ $0.takeSweepRequest() }) {
@@ -89,12 +93,11 @@ public final class DiskCacheMaintainer: Service {
                 await enforceLimit(settings: settings)
             }
             if tick >= nextFlush {
-                await onQueue { self.flushAccesses() }
+                flushAccesses()
                 nextFlush = tick + settings.accessFlushInterval
             }
             if !cursor.isFinished {
-                let current = cursor
-                cursor = await onQueue { self.reconcileSlice(current, settings: settings) }
+                cursor = reconcileSlice(cursor, settings: settings)
             }
             do {
                 try await Task.sleep(for: cursor.isFinished ? .seconds(1) : settings.pause)
@@ -102,7 +105,7 @@ public final class DiskCacheMaintainer: Service {
                 break
             }
         }
-        await onQueue { self.flushAccesses() }
+        flushAccesses()
     }
 
     // MARK: - Work, each step a bounded pass
@@ -113,7 +116,7 @@ public final class DiskCacheMaintainer: Service {
         let cutoff = now() - Int(settings.maxAge.components.seconds) * 1000
         var total = EvictionPass()
         while !Task.isCancelled {
-            let pass = await onQueue { self.pass("age sweep") { () throws(SQLiteError) in try self.cache.evictExpired(accessedBefore: cutoff, now: self.now()) } }
+            let pass = self.pass("age sweep") { () throws(SQLiteError) in try self.cache.evictExpired(accessedBefore: cutoff, now: self.now()) }
             total.files += pass.files
             total.bytes += pass.bytes
             if !pass.isIncomplete { break }
@@ -141,9 +144,7 @@ public final class DiskCacheMaintainer: Service {
         while !Task.isCancelled {
             let excess = cache.budget.snapshot.stored - target
             guard excess > 0 else { break }
-            let pass = await onQueue {
-                self.pass("eviction") { () throws(SQLiteError) in try self.cache.evictLeastRecentlyUsed(toFree: excess, now: self.now()) }
-            }
+            let pass = pass("eviction") { () throws(SQLiteError) in try cache.evictLeastRecentlyUsed(toFree: excess, now: now()) }
             total.files += pass.files
             total.bytes += pass.bytes
             if pass.files == 0 { break }  // the rest is pinned
@@ -155,7 +156,7 @@ public final class DiskCacheMaintainer: Service {
     }
 
     /// Runs one index operation, turning a failure into a logged fault (the next tick tries again).
-    fileprivate func pass(_ what: String, _ body: () throws(SQLiteError) -> EvictionPass) -> EvictionPass {
+    private func pass(_ what: String, _ body: () throws(SQLiteError) -> EvictionPass) -> EvictionPass {
         do {
             return try body()
         } catch {
@@ -204,14 +205,6 @@ public final class DiskCacheMaintainer: Service {
         for fault in appeared { logger.info("degraded: \(fault)") }
         for fault in cleared { logger.info("recovered: \(fault.code) cleared") }
     }
-
-    /// Runs `body` on the maintainer's queue: its work blocks (SQLite, unlink, fstatat) and must
-    /// not hold one of the cooperative pool's few threads.
-    fileprivate func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
-        }
-    }
 }
 
 /// What a ``DiskCacheMaintainer`` has done and found so far.
@@ -237,7 +230,7 @@ public struct MaintenanceStatus: Sendable, Equatable {
     public init() {}
 }
 
-/// The maintainer's mutable state, behind its mutex.
+/// The maintainer's state that outside readers see, behind its lock.
 fileprivate struct MaintainerState {
     var settings: MaintenanceSettings
     var status = MaintenanceStatus()
@@ -271,10 +264,8 @@ extension DiskCacheMaintainer {
     public func purgeAll() async -> EvictionPass {
         var total = EvictionPass()
         while !Task.isCancelled {
-            let pass = await onQueue {
-                self.pass("purge") { () throws(SQLiteError) in
-                    try self.cache.evictLeastRecentlyUsed(toFree: Int.max, now: self.now(), reason: .command)
-                }
+            let pass = pass("purge") { () throws(SQLiteError) in
+                try cache.evictLeastRecentlyUsed(toFree: Int.max, now: now(), reason: .command)
             }
             total.files += pass.files
             total.bytes += pass.bytes
