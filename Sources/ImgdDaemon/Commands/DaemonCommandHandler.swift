@@ -161,7 +161,7 @@ struct DaemonCommands {
             do {
                 accepted.append(try ImageURL(text))
             } catch {
-                rejected.append(["url": .string(text), "code": "bad_url", "message": .string("\(error)")])
+                rejected.append(["url": .string(text), "code": .string(FailureCode.badURL.rawValue), "message": .string("\(error)")])
             }
         }
         let queued = services.downloader.prefetch(
@@ -290,7 +290,7 @@ struct DaemonCommands {
         }
         if data { try checkDataSize(image.bytes) }
         guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
-            throw .other(code: "disk", message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
+            throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
         return Self.json(hit, source: image.source == .network ? .network : hit.source, data: data)
     }
@@ -308,7 +308,7 @@ struct DaemonCommands {
         do {
             pass = try services.disk.evict(keys)
         } catch {
-            throw .other(code: "disk", message: "cannot evict: the cache index refused: \(error)")
+            throw .other(code: FailureCode.disk.rawValue, message: "cannot evict: the cache index refused: \(error)")
         }
         logChange("evict: \(pass.files) entries")
         return ["evicted": JSONValue(pass.files)]
@@ -357,7 +357,7 @@ struct DaemonCommands {
         do {
             (report, bytes) = try outcome.get()
         } catch {
-            throw .other(code: "disk", message: "the cache check stopped: \(error)")
+            throw .other(code: FailureCode.disk.rawValue, message: "the cache check stopped: \(error)")
         }
         if report.removed > 0 {
             services.events.publish(
