@@ -57,6 +57,12 @@ let package = Package(
         .target(
             name: "ImgdSystem", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
+        /// The control socket's wire format: JSON values, their parser and encoder, shared by the
+        /// daemon and `imgctl`.
+        .target(
+            name: "ImgdProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings),
         /// The downloader: libcurl's multi interface on one thread, scheduling, retries, coalescing.
         .target(
             name: "ImgdNetwork",
@@ -71,7 +77,7 @@ let package = Package(
         .target(
             name: "ImgdDaemon",
             dependencies: [
-                "ImgdCore", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
+                "ImgdCore", "ImgdProtocol", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -91,7 +97,7 @@ let package = Package(
         .target(
             name: "ImgctlCLI",
             dependencies: [
-                "ImgdCore",
+                "ImgdCore", "ImgdProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -103,7 +109,7 @@ let package = Package(
         .target(
             name: "ImgdFuzz",
             dependencies: [
-                "ImgdCore", "ImgdDaemon",
+                "ImgdCore", "ImgdProtocol", "ImgdDaemon",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
@@ -158,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "ImgdDaemonTests",
             dependencies: [
-                "ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
+                "ImgdDaemon", "ImgdProtocol", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -170,11 +176,11 @@ let package = Package(
         /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
         /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"], exclude: ["Fixtures"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )

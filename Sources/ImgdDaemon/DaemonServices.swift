@@ -1,5 +1,6 @@
 import ImgdCore
 import ImgdNetwork
+import ImgdProtocol
 import ImgdStore
 import ImgdSystem
 import Synchronization

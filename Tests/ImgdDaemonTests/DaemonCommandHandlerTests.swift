@@ -1,6 +1,7 @@
 import Foundation
 import ImgdCore
 @testable import ImgdDaemon
+import ImgdProtocol
 import ImgdStore
 import ImgdTestSupport
 import Testing

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ImgdProtocol
 #endif
 
 /// A blocking client of imgd's control socket: one connection, one request at a time.
@@ -109,8 +110,8 @@ final class ControlClient {
         nextID += 1
         var members = arguments
         members["cmd"] = .string(command)
-        members["id"] = .int(id)
-        try writeAll(Array((JSONValue.object(members).compactText + "\n").utf8))
+        members["id"] = JSONValue(id)
+        try writeAll(Array((JSONValue.object(members).jsonText + "\n").utf8))
         return id
     }
 
@@ -128,7 +129,7 @@ final class ControlClient {
                 pendingEvents.append(event)
                 if pendingEvents.count - pendingEventsStart > keptEventLimit { pendingEventsStart += 1 }
             case .reply(let reply):
-                if reply.id.int == id { return reply }
+                if reply.id.intValue == id { return reply }
                 if reply.id == .null, !reply.isSuccess { return reply }
             }
         }

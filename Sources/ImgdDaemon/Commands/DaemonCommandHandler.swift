@@ -1,6 +1,7 @@
 import Foundation
 import ImgdCore
 import ImgdNetwork
+import ImgdProtocol
 import ImgdStore
 
 /// The daemon's commands (Protocol.md, *Commands*), run for the control server. Commands that

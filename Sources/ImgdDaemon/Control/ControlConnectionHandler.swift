@@ -1,3 +1,4 @@
+import ImgdProtocol
 import NIOCore
 
 /// One control connection, after the line decoder: turns lines into requests, runs them one at
