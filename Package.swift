@@ -126,7 +126,7 @@ let package = Package(
         /// Lookups over the control socket: `get` requests per second and latency, from 1 to 64
         /// clients, pipelined or not (the side-by-side with redis-benchmark is bench/lookup-bench.sh).
         .executableTarget(
-            name: "imgd-lookup-bench", dependencies: [],
+            name: "imgd-lookup-bench", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
 
         // MARK: Testing.
@@ -155,7 +155,7 @@ let package = Package(
             name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdTestSupport"],
+            name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdNetworkTests",
@@ -176,7 +176,7 @@ let package = Package(
         /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
         /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",

@@ -104,7 +104,7 @@ final class ScriptedControlServer: Sendable {
 
     private static func listen(at path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard UnixSocketAddress.with(path, { bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 8) == 0 else {
+        guard (try? UnixSocketAddress(path: path))?.withSockaddr({ bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 8) == 0 else {
             let code = errno
             close(descriptor)
             throw POSIXError(.init(rawValue: code)!)
