@@ -1,4 +1,5 @@
 import Foundation
+import ImgdCore
 import Testing
 
 @testable import ImgdSystem

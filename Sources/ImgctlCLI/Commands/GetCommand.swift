@@ -75,10 +75,9 @@ struct GetCommand: ImgctlSubcommand {
         guard let text = result["data"]?.stringValue else {
             throw .badReply("get: no \"data\" in the reply (does this imgd support the data feature?)")
         }
-        guard let data = Data(base64Encoded: text) else {
+        guard let bytes = Base64.decode(text) else {
             throw .badReply("get: \"data\" is not base64")
         }
-        let bytes = [UInt8](data)
         if let expected = result["bytes"]?.intValue, expected != bytes.count {
             throw .badReply("get: \"data\" holds \(bytes.count) bytes, the reply says \(expected)")
         }

@@ -480,7 +480,7 @@ struct DaemonCommands {
             "format": .string(entry.format.rawValue), "width": entry.width.map { JSONValue($0) } ?? .null,
             "height": entry.height.map { JSONValue($0) } ?? .null, "source": .string(source.rawValue),
         ]
-        if data, let bytes = hit.bytes { result["data"] = .string(Data(bytes).base64EncodedString()) }
+        if data, let bytes = hit.bytes { result["data"] = .string(Base64.encode(bytes)) }
         return .object(result)
     }
 
