@@ -220,8 +220,7 @@ final class LookupClient: @unchecked Sendable {
         var sent = 0
         while sent < count {
             // MSG_NOSIGNAL: a daemon that closed the connection is a counted error, not SIGPIPE.
-            let written = send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL))
-            if written < 0, errno == EINTR { continue }
+            let written = retryingOnInterrupt { send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL)) }
             if written < 0, errno == EAGAIN {
                 var writable = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
                 if poll(&writable, 1, Int32(ClientLoop.replyTimeoutSeconds * 1000)) > 0 { continue }

@@ -175,10 +175,9 @@ final class ControlClient {
                 return .timedOut
             }
             let descriptor = fileDescriptor
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = retryingOnInterrupt { chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
             if count < 0 {
                 let code = errno
-                if code == EINTR { continue }
                 if code == ECONNRESET {
                     sawEndOfFile = true
                     continue
@@ -221,9 +220,10 @@ final class ControlClient {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                let written = retryingOnInterrupt {
+                    Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     failure = errno
                     return
                 }

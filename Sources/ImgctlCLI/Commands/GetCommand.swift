@@ -102,9 +102,8 @@ struct GetCommand: ImgctlSubcommand {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                let written = retryingOnInterrupt { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     failure = errno
                     return
                 }

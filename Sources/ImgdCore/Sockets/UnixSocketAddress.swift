@@ -54,10 +54,7 @@ public struct UnixSocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// Connects `descriptor` to this address, again after a signal (EINTR); returns 0, or the
     /// `errno` of the failure (EINPROGRESS for a non-blocking socket that is not connected yet).
     public func connect(_ descriptor: Int32) -> Int32 {
-        while true {
-            if withSockaddr({ Glibc.connect(descriptor, $0, $1) }) == 0 { return 0 }
-            if errno != EINTR { return errno }
-        }
+        retryingOnInterrupt { withSockaddr { Glibc.connect(descriptor, $0, $1) } } == 0 ? 0 : errno
     }
 
     /// Binds `descriptor` to this address; returns 0, or the `errno` of the failure.
