@@ -53,9 +53,9 @@ let package = Package(
         .target(
             name: "ImgdStore", dependencies: ["ImgdCore", "CSQLite"],
             swiftSettings: swiftSettings),
-        /// The operating system's signals: memory pressure (PSI, systemd's MemoryPressureWatch).
+        /// Memory pressure, as the system signals it: PSI triggers and polling, systemd's MemoryPressureWatch.
         .target(
-            name: "ImgdSystem", dependencies: ["ImgdCore"],
+            name: "ImgdMemoryPressure", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
         /// The control socket's wire format: JSON values, their parser and encoder, shared by the
         /// daemon and `imgctl`.
@@ -77,7 +77,7 @@ let package = Package(
         .target(
             name: "ImgdDaemon",
             dependencies: [
-                "ImgdCore", "ImgdProtocol", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
+                "ImgdCore", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdNetwork", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -155,7 +155,7 @@ let package = Package(
             name: "ImgdStoreTests", dependencies: ["ImgdStore", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdCore", "ImgdTestSupport"],
+            name: "ImgdMemoryPressureTests", dependencies: ["ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdNetworkTests",
@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "ImgdDaemonTests",
             dependencies: [
-                "ImgdDaemon", "ImgdProtocol", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
+                "ImgdDaemon", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

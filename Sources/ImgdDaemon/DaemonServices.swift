@@ -2,7 +2,7 @@ import ImgdCore
 import ImgdNetwork
 import ImgdProtocol
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import Synchronization
 
 #if canImport(Glibc)

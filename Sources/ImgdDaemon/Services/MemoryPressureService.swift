@@ -1,5 +1,5 @@
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 
 /// Answers memory pressure: each event, from the system or from the `purge` command, empties
 /// the memory tier (which then refuses new images for its cool-down), gives freed heap back to

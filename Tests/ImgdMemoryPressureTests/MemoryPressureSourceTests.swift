@@ -2,7 +2,7 @@ import Foundation
 import ImgdCore
 import Testing
 
-@testable import ImgdSystem
+@testable import ImgdMemoryPressure
 
 @Suite("Memory pressure source")
 struct MemoryPressureSourceTests {
