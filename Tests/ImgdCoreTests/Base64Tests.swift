@@ -28,4 +28,17 @@ struct Base64Tests {
         #expect(Base64.encode(Array(0...255)).utf8.count == 344)
         #expect(Base64.encode(Array(0...255)) == Data(Array(0...255)).base64EncodedString())
     }
+
+    @Test("long texts decode as short ones do: whitespace skipped, a bad byte or bad last group refused anywhere")
+    func longTexts() {
+        let bytes = Array("some 150000 2000000, then more bytes to make several groups".utf8)
+        let encoded = Base64.encode(bytes)
+        #expect(encoded.utf8.count % 4 == 0 && encoded.utf8.count > 8)
+        #expect(Base64.decode(String(encoded.prefix(12)) + "\n" + String(encoded.dropFirst(12))) == bytes)
+        #expect(Base64.decode(String(encoded.prefix(12)) + "-" + String(encoded.dropFirst(13))) == nil)
+        #expect(Base64.decode("Zm9vYmFy" + "c2==") == nil)  // leftover bits not zero, in the last group
+        #expect(Base64.decode("Zm9vYmFy" + "Zg==") == Array("foobarf".utf8))
+        #expect(Base64.decode("Zm9vYmFyZg") == Array("foobarf".utf8))  // padding optional, as before
+        #expect(Base64.decode("Zm9=YmFyZm9v") == nil)  // data after padding
+    }
 }
