@@ -60,9 +60,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
-        /// The operating system's signals: memory pressure (PSI, systemd's MemoryPressureWatch).
+        /// Memory pressure, as the system signals it: PSI triggers and polling, systemd's MemoryPressureWatch.
         .target(
-            name: "ImgdSystem", dependencies: ["ImgdCore"],
+            name: "ImgdMemoryPressure", dependencies: ["ImgdCore"],
+            swiftSettings: swiftSettings),
+        /// The control socket's wire format: JSON values, their parser and encoder, shared by the
+        /// daemon and `imgctl`.
+        .target(
+            name: "ImgdProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings),
         /// The downloader: libcurl's multi interface on one thread, scheduling, retries, coalescing.
         .target(
@@ -78,7 +84,7 @@ let package = Package(
         .target(
             name: "ImgdDaemon",
             dependencies: [
-                "ImgdCore", "ImgdStore", "ImgdSystem", "ImgdNetwork", "CSystemd",
+                "ImgdCore", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdNetwork", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -102,7 +108,7 @@ let package = Package(
         .target(
             name: "ImgctlCLI",
             dependencies: [
-                "ImgdCore",
+                "ImgdCore", "ImgdProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -114,7 +120,7 @@ let package = Package(
         .target(
             name: "ImgdFuzz",
             dependencies: [
-                "ImgdCore", "ImgdDaemon",
+                "ImgdCore", "ImgdProtocol", "ImgdDaemon",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,7 +138,7 @@ let package = Package(
         /// Lookups over the control socket: `get` requests per second and latency, from 1 to 64
         /// clients, pipelined or not (the side-by-side with redis-benchmark is bench/lookup-bench.sh).
         .executableTarget(
-            name: "imgd-lookup-bench", dependencies: [],
+            name: "imgd-lookup-bench", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
 
         // MARK: Testing.
@@ -166,7 +172,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ImgdSystemTests", dependencies: ["ImgdSystem", "ImgdTestSupport"],
+            name: "ImgdMemoryPressureTests", dependencies: ["ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdNetworkTests",
@@ -175,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "ImgdDaemonTests",
             dependencies: [
-                "ImgdDaemon", "ImgdStore", "ImgdSystem", "ImgdCore", "ImgdTestSupport",
+                "ImgdDaemon", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -192,11 +198,11 @@ let package = Package(
         /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
         /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdTestSupport"], exclude: ["Fixtures"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -4,7 +4,8 @@
   make_index.py --out FILE [--entries 1000000]
 
 The schema is CacheIndex's (Sources/ImgdStore/Index/CacheIndex.swift, copied below: keep them
-in step), rows only — no image files. imgd-index-bench builds the same kind of index through
+in step; Tests/ImgdStoreTests/BenchIndexScriptTests.swift fails when they differ), rows only —
+no image files. imgd-index-bench builds the same kind of index through
 the real code, but deletes its folder's contents and evicts 100,000 of the rows before it
 exits, and its rows' access times are in 1970 (the daemon's age sweep would remove them all),
 so the start-up benchmark makes its own:

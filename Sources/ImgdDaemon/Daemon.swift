@@ -1,7 +1,7 @@
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import Logging
 
 #if canImport(Glibc)

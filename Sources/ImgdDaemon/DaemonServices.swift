@@ -1,7 +1,8 @@
 import ImgdCore
 import ImgdNetwork
+import ImgdProtocol
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import Logging
 import ServiceLifecycle
 import Synchronization

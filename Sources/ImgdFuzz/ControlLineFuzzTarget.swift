@@ -1,5 +1,6 @@
 import ImgdCore
 @_spi(Fuzzing) import ImgdDaemon
+import ImgdProtocol
 import Logging
 import NIOCore
 import NIOEmbedded

@@ -1,5 +1,6 @@
 import ImgdCore
 import ImgdDaemon
+import ImgdProtocol
 
 /// The control-line target's command handler: it reads each request's arguments with the
 /// accessors the daemon's commands use (strings, booleans, integers in a range, choices, URLs,

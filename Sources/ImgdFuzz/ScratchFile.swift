@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// An unlinked temporary file that a target fills with an input and hands to code that reads
 /// files (the link-list reader, the file-backed image source, the configuration loader), so
@@ -32,9 +33,11 @@ final class ScratchFile {
         precondition(ftruncate(fileDescriptor, 0) == 0)
         var written = 0
         while written < bytes.count {
-            let got = bytes.withUnsafeBytes { pwrite(fileDescriptor, $0.baseAddress! + written, $0.count - written, off_t(written)) }
-            precondition(got > 0 || (got < 0 && errno == EINTR), "cannot write the scratch file: errno \(errno)")
-            if got > 0 { written += got }
+            let got = retryingOnInterrupt {
+                bytes.withUnsafeBytes { pwrite(fileDescriptor, $0.baseAddress! + written, $0.count - written, off_t(written)) }
+            }
+            precondition(got > 0, "cannot write the scratch file: errno \(errno)")
+            written += got
         }
         precondition(lseek(fileDescriptor, 0, SEEK_SET) == 0)
     }

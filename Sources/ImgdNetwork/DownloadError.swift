@@ -1,3 +1,5 @@
+import ImgdCore
+
 /// Why a URL could not be cached. Each case is one failure class with a stable `snake_case`
 /// ``code`` (used in summaries, reports and the control protocol) and a ``message`` for a person.
 public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -38,21 +40,29 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
         switch self {
-        case .dns: "dns"
-        case .connect: "connect"
-        case .tls: "tls"
-        case .timeout: "timeout"
-        case .network: "network"
-        case .http(let status, _): "http_\(status)"
-        case .tooManyRedirects: "too_many_redirects"
-        case .tooLarge: "too_large"
-        case .notImage: "not_image"
-        case .truncated: "truncated"
-        case .corrupt: "corrupt"
-        case .policyDenied: "policy_denied"
-        case .cancelled: "cancelled"
-        case .disk: "disk"
-        case .diskFull: "disk_full"
+        case .http(let status, _): FailureCode.http(status: status)
+        default: failureCode.rawValue
+        }
+    }
+
+    /// The failure class (``code`` without an HTTP status).
+    public var failureCode: FailureCode {
+        switch self {
+        case .dns: .dns
+        case .connect: .connect
+        case .tls: .tls
+        case .timeout: .timeout
+        case .network: .network
+        case .http: .http
+        case .tooManyRedirects: .tooManyRedirects
+        case .tooLarge: .tooLarge
+        case .notImage: .notImage
+        case .truncated: .truncated
+        case .corrupt: .corrupt
+        case .policyDenied: .policyDenied
+        case .cancelled: .cancelled
+        case .disk: .disk
+        case .diskFull: .diskFull
         }
     }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// A body being written: a file in the cache's temp folder that has no final name yet.
 ///
@@ -67,9 +68,8 @@ func writeFully(_ fileDescriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> (wr
     guard let base = bytes.baseAddress else { return (0, nil) }
     var written = 0
     while written < bytes.count {
-        let result = write(fileDescriptor, base + written, bytes.count - written)
+        let result = retryingOnInterrupt { write(fileDescriptor, base + written, bytes.count - written) }
         if result < 0 {
-            if errno == EINTR { continue }
             return (written, errno)
         }
         written += result

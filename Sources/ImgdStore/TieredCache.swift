@@ -92,8 +92,7 @@ public final class TieredCache: Sendable {
         var done = 0
         let complete = bytes.withUnsafeMutableBytes { buffer -> Bool in
             while done < size {
-                let got = Glibc.read(fd, buffer.baseAddress! + done, size - done)
-                if got < 0, errno == EINTR { continue }
+                let got = retryingOnInterrupt { Glibc.read(fd, buffer.baseAddress! + done, size - done) }
                 guard got > 0 else { return false }
                 done += got
             }

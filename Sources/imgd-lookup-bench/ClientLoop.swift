@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// A thread with a `poll` loop that drives some of the connections, as redis-benchmark drives
 /// all of its own from one event loop: the connections that became readable since the last wait
@@ -41,8 +42,7 @@ final class ClientLoop: @unchecked Sendable {
         var running = clients.filter { !$0.isFinished }
         var descriptors = running.map { pollfd(fd: $0.socket, events: Int16(POLLIN), revents: 0) }
         while !running.isEmpty {
-            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(Self.replyTimeoutSeconds * 1000))
-            if ready < 0, errno == EINTR { continue }
+            let ready = retryingOnInterrupt { poll(&descriptors, nfds_t(descriptors.count), Int32(Self.replyTimeoutSeconds * 1000)) }
             guard ready > 0 else {
                 for client in running { client.timedOut(after: Self.replyTimeoutSeconds) }
                 return

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// One connection to the control socket, driven by a ``ClientLoop``: it keeps `depth` `get`
 /// requests in flight (1: send, wait for the reply, send the next), checks every reply by its
@@ -219,8 +220,7 @@ final class LookupClient: @unchecked Sendable {
         var sent = 0
         while sent < count {
             // MSG_NOSIGNAL: a daemon that closed the connection is a counted error, not SIGPIPE.
-            let written = send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL))
-            if written < 0, errno == EINTR { continue }
+            let written = retryingOnInterrupt { send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL)) }
             if written < 0, errno == EAGAIN {
                 var writable = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
                 if poll(&writable, 1, Int32(ClientLoop.replyTimeoutSeconds * 1000)) > 0 { continue }
@@ -301,24 +301,15 @@ final class LookupClient: @unchecked Sendable {
     private static func connect(to path: String) -> Int32 {
         let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let address = try? UnixSocketAddress(path: path) else {
             close(descriptor)
             errno = ENAMETOOLONG
             return -1
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: pathBytes) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else {
-            let saved = errno
+        let failure = address.connect(descriptor)
+        guard failure == 0 else {
             close(descriptor)
-            errno = saved
+            errno = failure
             return -1
         }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)

@@ -1,3 +1,4 @@
+import ImgdProtocol
 import Testing
 
 @testable import ImgctlCLI
@@ -10,7 +11,7 @@ struct ControlClientTests {
 
     @Test("request lines are compact JSON with sorted keys and increasing integer ids")
     func requestLines() throws {
-        let accepted = RecordedReply.value("add", replacing: ["accepted": .int(2), "rejected": .array([])]).compactText
+        let accepted = RecordedReply.value("add", replacing: ["accepted": .int(2), "rejected": .array([])]).jsonText
         let server = try Server { request in [.line(Server.success(request.id, accepted))] }
         defer { server.stop() }
         let run = ImgctlRun([
@@ -53,10 +54,10 @@ struct ControlClientTests {
         defer { server.stop() }
         let client = try ControlClient(connectingTo: server.path)
         let first = try client.request("ping")
-        #expect(first.result["n"]?.int == 1)
+        #expect(first.result["n"]?.intValue == 1)
         #expect(first.raw == #"{"id":1,"ok":true,"result":{"pong":true,"n":1}}"#)
         let second = try client.request("hello", ["x": .bool(true)])
-        #expect(second.result["n"]?.int == 2)
+        #expect(second.result["n"]?.intValue == 2)
         #expect(server.received.map(\.id) == [1, 2])
         // The events read while waiting come out in order.
         guard case .event(let one) = try client.nextEvent(timeout: .seconds(5)),
@@ -66,7 +67,7 @@ struct ControlClientTests {
             return
         }
         #expect([one.seq, two.seq] == [10, 20])
-        #expect(two.data["url"]?.string == "http://a.test/2.png")
+        #expect(two.data["url"]?.stringValue == "http://a.test/2.png")
         // Nothing more is coming: the wait times out.
         guard case .timedOut = try client.nextEvent(timeout: .milliseconds(20)) else {
             Issue.record("expected a timeout")
@@ -93,7 +94,7 @@ struct ControlClientTests {
     @Test("a long reply split across many writes arrives whole")
     func splitLines() throws {
         let long = String(repeating: "abcdefgh", count: 4096)  // 32 KiB, one byte per write
-        let reply = RecordedReply.value("get", replacing: ["path": .string("/c/" + long)]).compactText
+        let reply = RecordedReply.value("get", replacing: ["path": .string("/c/" + long)]).jsonText
         let server = try Server { request in [.drip(Server.success(request.id, reply))] }
         defer { server.stop() }
         let run = ImgctlRun(["get", "--socket", server.path, "http://a.test/x.png"])
@@ -159,8 +160,8 @@ struct ControlClientTests {
         let server = try Server { request in
             [
                 .line(Server.success(request.id, RecordedReply.text("subscribe"))),
-                .line(Server.event("fetched", seq: 7, fetched.compactText)),
-                .drip(Server.event("failed", seq: 9, failed.compactText)),
+                .line(Server.event("fetched", seq: 7, fetched.jsonText)),
+                .drip(Server.event("failed", seq: 9, failed.jsonText)),
                 .close,
             ]
         }
@@ -168,21 +169,21 @@ struct ControlClientTests {
         let run = ImgctlRun(["watch", "--socket", server.path, "--events", "fetched,failed"])
         #expect(run.status == 3)
         #expect(server.received.map(\.raw) == [#"{"cmd":"subscribe","events":["fetched","failed"],"id":1}"#])
-        let bytes = try #require(fetched["bytes"]?.int)
-        let format = try #require(fetched["format"]?.string)
-        let url = try #require(fetched["url"]?.string)
-        let failedURL = try #require(failed["url"]?.string)
-        let code = try #require(failed["code"]?.string)
-        let message = try #require(failed["message"]?.string)
+        let bytes = try #require(fetched["bytes"]?.intValue)
+        let format = try #require(fetched["format"]?.stringValue)
+        let url = try #require(fetched["url"]?.stringValue)
+        let failedURL = try #require(failed["url"]?.stringValue)
+        let code = try #require(failed["code"]?.stringValue)
+        let message = try #require(failed["message"]?.stringValue)
         #expect(message.contains(" "), "the recorded message has spaces, so it is quoted")
         #expect(
             run.stdout.lines == [
                 "7 fetched bytes=\(bytes) format=\(format) url=\(url)",
-                "9 failed code=\(code) message=\(JSONValue.string(message).compactText) url=\(failedURL)",
+                "9 failed code=\(code) message=\(JSONValue.string(message).jsonText) url=\(failedURL)",
             ])
         let json = ImgctlRun(["watch", "--socket", server.path, "--json"])
         #expect(json.stdout.lines.count == 3)  // the subscribe reply, then two events, as sent
-        #expect(json.stdout.lines[1] == Server.event("fetched", seq: 7, fetched.compactText))
+        #expect(json.stdout.lines[1] == Server.event("fetched", seq: 7, fetched.jsonText))
     }
 
     @Test("status and lists in the human format")
@@ -190,7 +191,7 @@ struct ControlClientTests {
         let status = RecordedReply.value(
             "status",
             replacing: [
-                "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .int(3725), "queued": .int(3), "in_flight": .int(2),
+                "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .double(3725), "queued": .int(3), "in_flight": .int(2),
                 "lists_active": .int(1), "cache.bytes": .int(1_610_612_736), "cache.entries": .int(3400),
                 "cache.limit": .int(10_737_418_240), "cache.pinned_bytes": .int(12_582_912), "cache.path": .string("/var/cache/imgd"),
                 "memory.bytes": .int(67_108_864), "memory.entries": .int(120), "memory.limit": .int(268_435_456),
@@ -198,12 +199,12 @@ struct ControlClientTests {
                 "pressure_events": .int(0), "spool": .string("/var/spool/imgd"),
             ])
         // claimed_at as the daemon sends it: milliseconds since 1970, here 62 s before "now".
-        let claimedAt = try #require(RecordedReply.value("lists")["lists"]?.array?.first?["claimed_at"]?.int)
+        let claimedAt = try #require(RecordedReply.value("lists")["lists"]?.arrayValue?.first?["claimed_at"]?.intValue)
         let list = RecordedReply.list(
             name: "a.txt", state: "active", total: 1000, cached: 40, alreadyCached: 5, failed: 1, pending: 954, bytes: 1536)
         let server = try Server { request in
             switch request.command {
-            case "status": return [.line(Server.success(request.id, status.compactText))]
+            case "status": return [.line(Server.success(request.id, status.jsonText))]
             default: return [.line(Server.success(request.id, RecordedReply.lists([list])))]
             }
         }

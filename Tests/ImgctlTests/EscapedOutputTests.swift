@@ -1,3 +1,4 @@
+import ImgdProtocol
 import Testing
 
 @testable import ImgctlCLI

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 import Testing
 
 @testable import ImgctlCLI
@@ -99,7 +100,7 @@ struct ExitStatusTests {
                     .line(
                         ScriptedControlServer.success(
                             request.id,
-                            RecordedReply.value("fsck", replacing: ["checked": .int(40), "bad": .int(bad), "removed": .int(bad)]).compactText))
+                            RecordedReply.value("fsck", replacing: ["checked": .int(40), "bad": JSONValue(bad), "removed": JSONValue(bad)]).jsonText))
                 ]
             }
             defer { server.stop() }

@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import ImgdProtocol
 import Testing
 
 @testable import ImgctlCLI
@@ -17,11 +18,11 @@ struct GetCommandTests {
         // The daemon's reply to `get` with `data: true`, carrying these bytes instead.
         let reply = RecordedReply.value(
             "get-data",
-            replacing: ["path": .string("/cache/ab/cd"), "bytes": .int(bytes.count), "sha256": .string(digest), "data": .string(encoded)])
+            replacing: ["path": .string("/cache/ab/cd"), "bytes": JSONValue(bytes.count), "sha256": .string(digest), "data": .string(encoded)])
         return try Server { request in
             [
                 .drip(Server.event("fetched", seq: 1, RecordedReply.text("event-fetched"))),
-                .line(Server.success(request.id, reply.compactText)),
+                .line(Server.success(request.id, reply.jsonText)),
             ]
         }
     }
@@ -74,8 +75,8 @@ struct GetCommandTests {
     @Test("without -o: the path alone")
     func printsPath() throws {
         let reply = RecordedReply.value("get")
-        let path = try #require(reply["path"]?.string)
-        let server = try Server { request in [.line(Server.success(request.id, reply.compactText))] }
+        let path = try #require(reply["path"]?.stringValue)
+        let server = try Server { request in [.line(Server.success(request.id, reply.jsonText))] }
         defer { server.stop() }
         let run = ImgctlRun(["get", "--socket", server.path, "http://a.test/a.png"])
         #expect(run.status == 0)

@@ -1,6 +1,7 @@
 import Foundation
 
 @testable import ImgctlCLI
+import ImgdProtocol
 
 /// Replies recorded from the real daemon, in `Fixtures/`: `NAME.json` is the `result` of a
 /// command (`status`, `stats`, `lists`, `get`, `get-data`, `failed-list`, …) and
@@ -15,7 +16,7 @@ enum RecordedReply {
 
     /// The fixture `name`, parsed; a test that names a missing fixture stops with a clear message.
     static func value(_ name: String) -> JSONValue {
-        guard let data = FileManager.default.contents(atPath: folder + "/" + name + ".json"), let value = JSONValue.parse(data) else {
+        guard let data = FileManager.default.contents(atPath: folder + "/" + name + ".json"), let value = (try? JSONValue(parsing: data)) else {
             preconditionFailure("no fixture \(name).json in \(folder)")
         }
         return value
@@ -37,7 +38,7 @@ enum RecordedReply {
         guard let key = path.first else {
             precondition(
                 sameShape(replacement, as: value),
-                "\(name).json: \(replacement.compactText) does not have the shape of the recorded \(value.compactText)")
+                "\(name).json: \(replacement.jsonText) does not have the shape of the recorded \(value.jsonText)")
             return replacement
         }
         guard case .object(var members) = value, let member = members[key] else {
@@ -64,7 +65,7 @@ enum RecordedReply {
     }
 
     /// The fixture's compact text, as a scripted server sends it.
-    static func text(_ name: String) -> String { value(name).compactText }
+    static func text(_ name: String) -> String { value(name).jsonText }
 
     /// The recorded `lists` entry with these values: what `lists` says of one list.
     static func list(
@@ -74,12 +75,12 @@ enum RecordedReply {
             preconditionFailure("lists.json holds no list")
         }
         let changes: [String: JSONValue] = [
-            "name": .string(name), "state": .string(state), "total": .int(total), "cached": .int(cached),
-            "already_cached": .int(alreadyCached), "failed": .int(failed), "pending": .int(pending), "bytes": .int(bytes),
+            "name": .string(name), "state": .string(state), "total": JSONValue(total), "cached": JSONValue(cached),
+            "already_cached": JSONValue(alreadyCached), "failed": JSONValue(failed), "pending": JSONValue(pending), "bytes": JSONValue(bytes),
         ]
         for (key, replacement) in changes {
             guard let recorded = entry[key] else { preconditionFailure("lists.json's entry has no field \(key)") }
-            precondition(sameShape(replacement, as: recorded), "lists.json's \(key) is not \(replacement.compactText)'s type")
+            precondition(sameShape(replacement, as: recorded), "lists.json's \(key) is not \(replacement.jsonText)'s type")
             entry[key] = replacement
         }
         return .object(entry)
@@ -87,6 +88,6 @@ enum RecordedReply {
 
     /// `{"lists":[ENTRIES]}` as compact text.
     static func lists(_ entries: [JSONValue]) -> String {
-        JSONValue.object(["lists": .array(entries)]).compactText
+        JSONValue.object(["lists": .array(entries)]).jsonText
     }
 }

@@ -1,5 +1,6 @@
 import ImgdCore
 import Foundation
+import ImgdProtocol
 import ImgdTestSupport
 import Testing
 
@@ -21,8 +22,8 @@ final class ScriptedControlServer: Sendable {
         /// The line, exactly as sent.
         let raw: String
         let json: JSONValue
-        var command: String { json["cmd"]?.string ?? "" }
-        var id: Int { json["id"]?.int ?? -1 }
+        var command: String { json["cmd"]?.stringValue ?? "" }
+        var id: Int { json["id"]?.intValue ?? -1 }
         /// How many requests with this `cmd` came before, plus one.
         let ordinal: Int
     }
@@ -103,7 +104,7 @@ final class ScriptedControlServer: Sendable {
 
     private static func listen(at path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard UnixSocketAddress.with(path, { bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 8) == 0 else {
+        guard (try? UnixSocketAddress(path: path))?.withSockaddr({ bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 8) == 0 else {
             let code = errno
             close(descriptor)
             throw POSIXError(.init(rawValue: code)!)
@@ -137,8 +138,8 @@ final class ScriptedControlServer: Sendable {
                 pending.removeSubrange(...newline)
                 let raw = String(decoding: line, as: UTF8.self)
                 let request = requests.withLock { list in
-                    let json = JSONValue.parse(line) ?? .null
-                    let command = json["cmd"]?.string ?? ""
+                    let json = (try? JSONValue(parsing: line)) ?? .null
+                    let command = json["cmd"]?.stringValue ?? ""
                     let ordinal = list.filter { $0.command == command }.count + 1
                     let request = Request(raw: raw, json: json, ordinal: ordinal)
                     list.append(request)

@@ -1,4 +1,5 @@
 import Foundation
+import ImgdCore
 import ImgdTestSupport
 import Testing
 
@@ -57,7 +58,7 @@ struct SocketPathResolverTests {
         // Bound but never listening: what a crashed daemon leaves behind.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
-        try #require(UnixSocketAddress.with(path) { bind(descriptor, $0, $1) } == 0)
+        try #require((try? UnixSocketAddress(path: path))?.withSockaddr { bind(descriptor, $0, $1) } == 0)
         let run = ImgctlRun(["status", "--socket", path])
         #expect(run.status == 3)
         #expect(run.stderr.text.contains("cannot reach imgd at \(path): Connection refused"))

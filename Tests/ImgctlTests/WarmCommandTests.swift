@@ -1,5 +1,6 @@
 import ImgdCore
 import Foundation
+import ImgdProtocol
 import Testing
 
 @testable import ImgctlCLI
@@ -40,9 +41,9 @@ struct WarmCommandTests {
         try Server { request in
             switch request.command {
             case "status":
-                return [.line(Server.success(request.id, RecordedReply.value("status", replacing: ["spool": .string(spool)]).compactText))]
+                return [.line(Server.success(request.id, RecordedReply.value("status", replacing: ["spool": .string(spool)]).jsonText))]
             case "subscribe":
-                return [.line(Server.success(request.id, RecordedReply.value("subscribe", replacing: ["subscribed": .array([.string("list_done")])]).compactText))]
+                return [.line(Server.success(request.id, RecordedReply.value("subscribe", replacing: ["subscribed": .array([.string("list_done")])]).jsonText))]
             case "lists":
                 return lists(request.ordinal).map { action in
                     if case .line(let text) = action, text.hasPrefix("RESULT:") {
@@ -51,7 +52,7 @@ struct WarmCommandTests {
                     return action
                 }
             case "failed":
-                return [.line(Server.success(request.id, Self.failures.compactText))]
+                return [.line(Server.success(request.id, Self.failures.jsonText))]
             default:
                 return [.line(Server.failure(request.id, "unknown_command", "no"))]
             }
@@ -158,7 +159,7 @@ struct WarmCommandTests {
                                     "name": .string("links.txt"), "state": .string("done"), "cached": .int(450), "already_cached": .int(50),
                                     "failed": .int(0),
                                 ]
-                            ).compactText)),
+                            ).jsonText)),
                 ]
             default:
                 return [
@@ -224,7 +225,7 @@ struct WarmCommandTests {
         // The daemon's status without its spool field (a daemon before spools, or a broken one).
         guard case .object(var status) = RecordedReply.value("status") else { return }
         status["spool"] = nil
-        let reply = JSONValue.object(status).compactText
+        let reply = JSONValue.object(status).jsonText
         let server = try Server { request in [.line(Server.success(request.id, reply))] }
         defer { server.stop() }
         let run = ImgctlRun(["warm", "--socket", server.path, "/nonexistent/links.txt"])

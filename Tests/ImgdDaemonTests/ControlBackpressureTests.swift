@@ -1,5 +1,6 @@
 import Foundation
 @testable import ImgdDaemon
+import ImgdProtocol
 import ImgdTestSupport
 import NIOCore
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 @testable import ImgdDaemon
+import ImgdProtocol
 import NIOCore
 import Testing
 

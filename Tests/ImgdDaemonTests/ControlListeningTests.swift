@@ -1,6 +1,7 @@
 import Logging
 import Foundation
 @testable import ImgdDaemon
+import ImgdProtocol
 import ImgdTestSupport
 import NIOCore
 import Synchronization

@@ -1,4 +1,5 @@
 import ImgdDaemon
+import ImgdProtocol
 import Testing
 
 @Suite("Control socket: requests' arguments and errors", .timeLimit(.minutes(5)))

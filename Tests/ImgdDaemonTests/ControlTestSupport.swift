@@ -2,6 +2,7 @@ import Logging
 import ImgdCore
 import Foundation
 @testable import ImgdDaemon
+import ImgdProtocol
 import ImgdTestSupport
 import NIOCore
 import NIOPosix
@@ -322,7 +323,7 @@ enum ControlRawSocket {
     static func connect(to path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
-        guard UnixSocketAddress.with(path, { Glibc.connect(descriptor, $0, $1) }) == 0 else {
+        guard (try? UnixSocketAddress(path: path))?.withSockaddr({ Glibc.connect(descriptor, $0, $1) }) == 0 else {
             close(descriptor)
             return -1
         }
@@ -336,7 +337,7 @@ enum ControlRawSocket {
     static func listen(at path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return -1 }
-        guard UnixSocketAddress.with(path, { bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 16) == 0 else {
+        guard (try? UnixSocketAddress(path: path))?.withSockaddr({ bind(descriptor, $0, $1) }) == 0, Glibc.listen(descriptor, 16) == 0 else {
             close(descriptor)
             return -1
         }

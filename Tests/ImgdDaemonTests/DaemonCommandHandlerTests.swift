@@ -2,6 +2,7 @@ import Logging
 import Foundation
 import ImgdCore
 @testable import ImgdDaemon
+import ImgdProtocol
 import ImgdStore
 import ImgdTestSupport
 import Testing

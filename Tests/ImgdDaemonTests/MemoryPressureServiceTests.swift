@@ -3,7 +3,7 @@ import Foundation
 import ImgdCore
 import ImgdDaemon
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import ImgdTestSupport
 import Testing
 

@@ -763,7 +763,7 @@ struct DaemonServiceTests {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(fd) }
-        guard UnixSocketAddress.with(path, { bind(fd, $0, $1) }) == 0, listen(fd, 1) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard (try? UnixSocketAddress(path: path))?.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 1) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
     /// Writes one byte into the FIFO (imgd holds it open, so this does not block).

@@ -213,16 +213,7 @@ struct DaemonSpoolSafetyTests {
         try #require(symlink("/etc/shadow", spool + "/shadow.txt") == 0)
         let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socketFD) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let socketPath = Array((spool + "/socket.txt").utf8CString)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: socketPath.map { UInt8(bitPattern: $0) })
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0)
+        try #require(try UnixSocketAddress(path: spool + "/socket.txt").bind(socketFD) == 0)
         let kinds = ["pipe.txt": "a FIFO", "shadow.txt": "a symbolic link", "socket.txt": "a socket"]
         var expected = kinds
         if getuid() == 0, mknod(spool + "/device.txt", S_IFCHR | 0o666, 259) == 0 {

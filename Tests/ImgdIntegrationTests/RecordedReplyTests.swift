@@ -1,4 +1,5 @@
 import Foundation
+import ImgdProtocol
 import ImgdTestSupport
 import Testing
 
@@ -41,14 +42,14 @@ struct RecordedReplyTests {
 
         if Self.isRecording {
             for (name, value) in live {
-                try Data((value.compactText + "\n").utf8).write(to: URL(fileURLWithPath: Self.folder + "/" + name + ".json"))
+                try Data((value.jsonText + "\n").utf8).write(to: URL(fileURLWithPath: Self.folder + "/" + name + ".json"))
             }
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder).filter { $0.hasSuffix(".json") }
         #expect(Set(files) == Set(live.keys.map { $0 + ".json" }), "fixtures without a live reply, or replies without a fixture")
         for name in live.keys.sorted() {
             let path = Self.folder + "/" + name + ".json"
-            guard let text = FileManager.default.contents(atPath: path), let recorded = JSONValue.parse(text) else {
+            guard let text = FileManager.default.contents(atPath: path), let recorded = (try? JSONValue(parsing: text)) else {
                 Issue.record("\(name).json is missing or not JSON")
                 continue
             }
@@ -72,7 +73,7 @@ struct RecordedReplyTests {
         let socket = daemon.socket
         func ask(_ name: String, _ line: String) async throws {
             let reply = try await onOwnThread { Result { try ControlClient(path: socket).call(line) } }.get()
-            guard let parsed = JSONValue.parse(Array(reply.utf8)), parsed["ok"] == .bool(true), let result = parsed["result"] else {
+            guard let parsed = (try? JSONValue(parsing: Array(reply.utf8))), parsed["ok"] == .bool(true), let result = parsed["result"] else {
                 throw DaemonError(message: "\(name): \(line) was answered \(reply)")
             }
             results[name] = result
@@ -85,7 +86,7 @@ struct RecordedReplyTests {
         let subscribed = try await onOwnThread {
             Result { try ControlClient(path: socket).call(#"{"cmd":"subscribe","events":["fetched","failed"]}"#) }
         }.get()
-        results["subscribe"] = JSONValue.parse(Array(subscribed.utf8))?["result"]
+        results["subscribe"] = (try? JSONValue(parsing: Array(subscribed.utf8)))?["result"]
 
         let added = server.url("/img/add.png")
         try await ask("add", #"{"cmd":"add","urls":["\#(added)","not a url"]}"#)
@@ -128,7 +129,7 @@ struct RecordedReplyTests {
 
         for name in ["fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure"] {
             guard let event = await events.first(name, timeout: .seconds(10)),
-                let data = JSONValue.parse(Array(event.line.utf8))?["data"]
+                let data = (try? JSONValue(parsing: Array(event.line.utf8)))?["data"]
             else {
                 throw DaemonError(message: "no \(name) event; events: \(events.events.map(\.name))")
             }

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
+import ImgdProtocol
 
 /// A blocking client of imgd's control socket: one connection, one request at a time.
 ///
@@ -42,33 +44,17 @@ final class ControlClient {
     init(connectingTo path: String, keptEventLimit: Int = 10_000) throws(ImgctlError) {
         socketPath = path
         self.keptEventLimit = keptEventLimit
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard !pathBytes.isEmpty, pathBytes.count < capacity else {
+        guard !path.isEmpty, let address = try? UnixSocketAddress(path: path) else {
             throw .unreachable(
-                socket: path, reason: "the path is longer than a socket address allows (\(capacity - 1) bytes)",
+                socket: path, reason: "the path is longer than a socket address allows (\(UnixSocketAddress.maximumLength) bytes)",
                 errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
         }
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             throw .unreachable(socket: path, reason: Self.describe(errno), errno: errno)
         }
-        var result: Int32
-        repeat {
-            result = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-        } while result < 0 && errno == EINTR
-        guard result == 0 else {
-            let code = errno
+        let code = address.connect(descriptor)
+        guard code == 0 else {
             Glibc.close(descriptor)
             throw .unreachable(socket: path, reason: Self.describe(code), errno: code)
         }
@@ -109,8 +95,8 @@ final class ControlClient {
         nextID += 1
         var members = arguments
         members["cmd"] = .string(command)
-        members["id"] = .int(id)
-        try writeAll(Array((JSONValue.object(members).compactText + "\n").utf8))
+        members["id"] = JSONValue(id)
+        try writeAll(Array((JSONValue.object(members).jsonText + "\n").utf8))
         return id
     }
 
@@ -128,7 +114,7 @@ final class ControlClient {
                 pendingEvents.append(event)
                 if pendingEvents.count - pendingEventsStart > keptEventLimit { pendingEventsStart += 1 }
             case .reply(let reply):
-                if reply.id.int == id { return reply }
+                if reply.id.intValue == id { return reply }
                 if reply.id == .null, !reply.isSuccess { return reply }
             }
         }
@@ -189,10 +175,9 @@ final class ControlClient {
                 return .timedOut
             }
             let descriptor = fileDescriptor
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = retryingOnInterrupt { chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
             if count < 0 {
                 let code = errno
-                if code == EINTR { continue }
                 if code == ECONNRESET {
                     sawEndOfFile = true
                     continue
@@ -235,9 +220,10 @@ final class ControlClient {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                let written = retryingOnInterrupt {
+                    Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     failure = errno
                     return
                 }

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// One event line: `{"event", "seq", "data"}`, sent after `subscribe`.
 struct ControlEvent: Sendable {
     /// The event's name: `fetched`, `failed`, `list_done`, …

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// A line from the daemon: a reply to a request, or an event.
 enum ControlMessage {
     case reply(ControlReply)
@@ -6,24 +8,24 @@ enum ControlMessage {
     /// Reads one line; throws ``ImgctlError/badReply(_:)`` for anything that is neither.
     init(line: [UInt8]) throws(ImgctlError) {
         let raw = String(decoding: line, as: UTF8.self)
-        guard let value = JSONValue.parse(line), case .object(let members) = value else {
+        guard let value = (try? JSONValue(parsing: line)), case .object(let members) = value else {
             throw .badReply("not a JSON object: \(ControlMessage.excerpt(raw))")
         }
-        if let name = members["event"]?.string {
+        if let name = members["event"]?.stringValue {
             self = .event(
                 ControlEvent(
-                    name: name, seq: members["seq"]?.int ?? 0, data: members["data"] ?? .object([:]), raw: raw))
+                    name: name, seq: members["seq"]?.intValue ?? 0, data: members["data"] ?? .object([:]), raw: raw))
             return
         }
-        guard let ok = members["ok"]?.bool else {
+        guard let ok = members["ok"]?.boolValue else {
             throw .badReply("neither a reply nor an event: \(ControlMessage.excerpt(raw))")
         }
         var reply = ControlReply(id: members["id"] ?? .null, result: members["result"] ?? .null, error: nil, raw: raw)
         if !ok {
             let error = members["error"]
             reply.error = (
-                code: error?["code"]?.string ?? "error",
-                message: error?["message"]?.string ?? "(no message)"
+                code: error?["code"]?.stringValue ?? "error",
+                message: error?["message"]?.stringValue ?? "(no message)"
             )
         }
         self = .reply(reply)

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// One reply line: `{"id", "ok": true, "result"}` or `{"id", "ok": false, "error": {"code", "message"}}`.
 struct ControlReply: Sendable {
     /// The `id` echoed by the daemon (`null` when it could not read the request's).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ImgdCore
+import ImgdProtocol
 
 /// `imgctl add URL…`: queue URLs for download without waiting for them.
 struct AddCommand: ImgctlSubcommand {
@@ -43,14 +44,14 @@ struct AddCommand: ImgctlSubcommand {
         if priority != .normal { arguments["priority"] = .string(priority.rawValue) }
         if let pin { arguments["pin"] = .string(pin) }
         let result = try session.call("add", arguments)
-        let rejected = result["rejected"]?.array ?? []
+        let rejected = result["rejected"]?.arrayValue ?? []
         if !session.json {
-            let accepted = result["accepted"]?.int ?? 0
+            let accepted = result["accepted"]?.intValue ?? 0
             session.output("queued \(HumanFormat.count(accepted)) URL\(accepted == 1 ? "" : "s")")
             for entry in rejected {
-                let url = entry["url"]?.string ?? "?"
-                let code = entry["code"]?.string ?? "?"
-                session.warn("imgctl: rejected: \(url): \(code): \(entry["message"]?.string ?? "")")
+                let url = entry["url"]?.stringValue ?? "?"
+                let code = entry["code"]?.stringValue ?? "?"
+                session.warn("imgctl: rejected: \(url): \(code): \(entry["message"]?.stringValue ?? "")")
             }
         }
         if !rejected.isEmpty { throw .reported(status: ImgctlExit.failure) }

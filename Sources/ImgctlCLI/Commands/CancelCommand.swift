@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl cancel URL | --list NAME`: stop a download or a whole link list.
 struct CancelCommand: ImgctlSubcommand {
@@ -26,7 +27,7 @@ struct CancelCommand: ImgctlSubcommand {
         let arguments: [String: JSONValue] = url.map { ["url": .string($0)] } ?? ["list": .string(list ?? "")]
         let result = try session.call("cancel", arguments)
         guard !session.json else { return }
-        let cancelled = result["cancelled"]?.int ?? 0
+        let cancelled = result["cancelled"]?.intValue ?? 0
         session.output("cancelled \(HumanFormat.count(cancelled)) download\(cancelled == 1 ? "" : "s")")
     }
 }

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// A subcommand's connection: resolves the socket, connects, and turns replies into results —
 /// printing each reply line raw with `--json`, throwing ``ImgctlError/daemon(code:message:)``
 /// for an error reply.

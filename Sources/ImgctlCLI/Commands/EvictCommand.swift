@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl evict URL…`: drop images from both tiers.
 struct EvictCommand: ImgctlSubcommand {
@@ -18,7 +19,7 @@ struct EvictCommand: ImgctlSubcommand {
         let session = try ControlSession(connection, context: context)
         let result = try session.call("evict", ["urls": .array(urls.map(JSONValue.string))])
         guard !session.json else { return }
-        let evicted = result["evicted"]?.int ?? 0
+        let evicted = result["evicted"]?.intValue ?? 0
         session.output("evicted \(HumanFormat.count(evicted)) entr\(evicted == 1 ? "y" : "ies")")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl failed [--list NAME]`: the downloads that failed recently, or a list's failures.
 /// The daemon answers in pages (at most 1,000 failures a reply); this follows each page's
@@ -20,21 +21,21 @@ struct FailedCommand: ImgctlSubcommand {
         while true {
             // With --json each page's reply line is printed as it comes.
             let result = try session.call("failed", arguments)
-            let failures = result["failures"]?.array ?? []
+            let failures = result["failures"]?.arrayValue ?? []
             if !session.json, !failures.isEmpty {
                 // One table per page: columns are sized by the page, the header printed once.
                 var table = TableRenderer(header: ["CODE", "WHERE", "URL", "MESSAGE"])
                 for failure in failures {
-                    var place = failure["list"]?.string ?? "-"
-                    if let line = failure["line"]?.int { place += ":\(line)" }
+                    var place = failure["list"]?.stringValue ?? "-"
+                    if let line = failure["line"]?.intValue { place += ":\(line)" }
                     table.append([
-                        failure["code"]?.string ?? "?", place, failure["url"]?.string ?? "?", failure["message"]?.string ?? "",
+                        failure["code"]?.stringValue ?? "?", place, failure["url"]?.stringValue ?? "?", failure["message"]?.stringValue ?? "",
                     ])
                 }
                 for line in table.lines().dropFirst(shown == 0 ? 0 : 1) { session.output(line) }
             }
             shown += failures.count
-            guard let next = result["next"]?.string else { break }
+            guard let next = result["next"]?.stringValue else { break }
             arguments["after"] = .string(next)
         }
         if !session.json, shown == 0 { session.output("no failures") }

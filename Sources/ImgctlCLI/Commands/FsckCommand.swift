@@ -18,10 +18,10 @@ struct FsckCommand: ImgctlSubcommand {
     func execute(in context: ImgctlContext) throws(ImgctlError) {
         let session = try ControlSession(connection, context: context)
         let result = try session.call("fsck")
-        let bad = result["bad"]?.int ?? 0
+        let bad = result["bad"]?.intValue ?? 0
         if !session.json {
-            let checked = result["checked"]?.int ?? 0
-            let removed = result["removed"]?.int ?? 0
+            let checked = result["checked"]?.intValue ?? 0
+            let removed = result["removed"]?.intValue ?? 0
             session.output("checked \(HumanFormat.count(checked)) entries: \(HumanFormat.count(bad)) bad, \(HumanFormat.count(removed)) removed")
         }
         if bad > 0 { throw .reported(status: ImgctlExit.failure) }

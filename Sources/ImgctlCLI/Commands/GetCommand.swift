@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImgdCore
+import ImgdProtocol
 
 /// `imgctl get URL`: the cached file's path, fetching the image first if needed; or, with `-o`,
 /// the image's bytes.
@@ -44,8 +45,8 @@ struct GetCommand: ImgctlSubcommand {
         guard let output else {
             let result = try session.call("get", arguments)
             if session.json { return }
-            guard let path = result["path"]?.string else {
-                throw .badReply("get: no \"path\" in \(result.compactText)")
+            guard let path = result["path"]?.stringValue else {
+                throw .badReply("get: no \"path\" in \(result.jsonText)")
             }
             session.output(path)
             return
@@ -53,13 +54,13 @@ struct GetCommand: ImgctlSubcommand {
         arguments["data"] = .bool(true)
         let reply = try session.reply("get", arguments, echo: false)
         let bytes = try Self.decodedData(reply.result)
-        if session.json, case .object(var line) = JSONValue.parse(Array(reply.raw.utf8)),
+        if session.json, case .object(var line) = (try? JSONValue(parsing: Array(reply.raw.utf8))),
             case .object(var result) = line["result"]
         {
             // The base64 bytes would swamp the line; the rest of it is what a script wants.
             result["data"] = nil
             line["result"] = .object(result)
-            session.output(JSONValue.object(line).compactText)
+            session.output(JSONValue.object(line).jsonText)
         }
         if output == "-" {
             context.standardOutput.write(bytes)
@@ -71,17 +72,16 @@ struct GetCommand: ImgctlSubcommand {
     /// The image's bytes from a `get` result with `data: true`, checked against its `bytes`
     /// and `sha256` when the result has them.
     static func decodedData(_ result: JSONValue) throws(ImgctlError) -> [UInt8] {
-        guard let text = result["data"]?.string else {
+        guard let text = result["data"]?.stringValue else {
             throw .badReply("get: no \"data\" in the reply (does this imgd support the data feature?)")
         }
-        guard let data = Data(base64Encoded: text) else {
+        guard let bytes = Base64.decode(text) else {
             throw .badReply("get: \"data\" is not base64")
         }
-        let bytes = [UInt8](data)
-        if let expected = result["bytes"]?.int, expected != bytes.count {
+        if let expected = result["bytes"]?.intValue, expected != bytes.count {
             throw .badReply("get: \"data\" holds \(bytes.count) bytes, the reply says \(expected)")
         }
-        if let expected = result["sha256"]?.string, SHA256Digest(of: bytes).hex != expected.lowercased() {
+        if let expected = result["sha256"]?.stringValue, SHA256Digest(of: bytes).hex != expected.lowercased() {
             throw .badReply("get: the SHA-256 of \"data\" is not the reply's \(expected)")
         }
         return bytes
@@ -102,9 +102,8 @@ struct GetCommand: ImgctlSubcommand {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                let written = retryingOnInterrupt { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     failure = errno
                     return
                 }

@@ -12,7 +12,7 @@ struct ListsCommand: ImgctlSubcommand {
         let session = try ControlSession(connection, context: context)
         let result = try session.call("lists")
         guard !session.json else { return }
-        let lists = result["lists"]?.array ?? []
+        let lists = result["lists"]?.arrayValue ?? []
         guard !lists.isEmpty else {
             session.output("no link lists")
             return
@@ -22,11 +22,11 @@ struct ListsCommand: ImgctlSubcommand {
             "NAME", "STATE", "TOTAL", "CACHED", "ALREADY", "FAILED", "PENDING", "SIZE", "CLAIMED",
         ])
         for list in lists {
-            let count = { (key: String) in list[key]?.int.map(HumanFormat.count) ?? "-" }
+            let count = { (key: String) in list[key]?.intValue.map(HumanFormat.count) ?? "-" }
             table.append([
-                list["name"]?.string ?? "?", list["state"]?.string ?? "?", count("total"), count("cached"),
+                list["name"]?.stringValue ?? "?", list["state"]?.stringValue ?? "?", count("total"), count("cached"),
                 count("already_cached"), count("failed"), count("pending"),
-                list["bytes"]?.int.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"], now: now),
+                list["bytes"]?.intValue.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"], now: now),
             ])
         }
         for line in table.lines() { session.output(line) }

@@ -34,12 +34,12 @@ struct PurgeCommand: ImgctlSubcommand {
         guard !session.json else { return }
         switch tier {
         case .memory:
-            session.output("purged \(HumanFormat.size(result["purged_bytes"]?.int ?? 0)) from memory")
+            session.output("purged \(HumanFormat.size(result["purged_bytes"]?.intValue ?? 0)) from memory")
         case .disk:
-            let evicted = result["evicted"]?.int ?? 0
+            let evicted = result["evicted"]?.intValue ?? 0
             session.output(
                 "evicted \(HumanFormat.count(evicted)) entr\(evicted == 1 ? "y" : "ies") "
-                    + "(\(HumanFormat.size(result["bytes"]?.int ?? 0))) from disk")
+                    + "(\(HumanFormat.size(result["bytes"]?.intValue ?? 0))) from disk")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl retry [URL | --list NAME]`: queue failed downloads again.
 struct RetryCommand: ImgctlSubcommand {
@@ -25,7 +26,7 @@ struct RetryCommand: ImgctlSubcommand {
         if let list { arguments["list"] = .string(list) }
         let result = try session.call("retry", arguments)
         guard !session.json else { return }
-        let requeued = result["requeued"]?.int ?? 0
+        let requeued = result["requeued"]?.intValue ?? 0
         session.output("requeued \(HumanFormat.count(requeued)) URL\(requeued == 1 ? "" : "s")")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl stats`: the daemon's counters since it started.
 struct StatsCommand: ImgctlSubcommand {
@@ -44,12 +45,12 @@ struct StatsCommand: ImgctlSubcommand {
             let name = (path + [key]).joined(separator: " ").replacingUnderscores()
             if PrometheusRenderer.labelledObjects[key] != nil, path.isEmpty, case .object(let counts) = value {
                 let parts = counts.keys.sorted().map { code in
-                    "\(code) " + (counts[code]!.int.map(HumanFormat.count) ?? counts[code]!.compactText)
+                    "\(code) " + (counts[code]!.intValue.map(HumanFormat.count) ?? counts[code]!.jsonText)
                 }
                 lines.append("\(name): " + (parts.isEmpty ? "none" : parts.joined(separator: ", ")))
             } else if case .object = value {
                 lines += self.lines(value, path: path + [key])
-            } else if let number = value.int {
+            } else if let number = value.intValue {
                 lines.append("\(name): " + (key.contains("bytes") ? HumanFormat.size(number) : HumanFormat.count(number)))
             } else {
                 lines.append("\(name): \(EventFormatter.text(value))")

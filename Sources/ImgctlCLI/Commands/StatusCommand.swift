@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl status`: what the daemon is doing and how full its tiers are.
 struct StatusCommand: ImgctlSubcommand {
@@ -19,40 +20,40 @@ struct StatusCommand: ImgctlSubcommand {
     static func lines(_ status: JSONValue) -> [String] {
         var lines: [String] = []
         var header = "imgd"
-        if let version = status["version"]?.string { header += " " + HumanFormat.text(version) }
-        if let pid = status["pid"]?.int { header += " (pid \(pid))" }
-        if let uptime = status["uptime_s"]?.double { header += ", up " + HumanFormat.duration(seconds: uptime) }
+        if let version = status["version"]?.stringValue { header += " " + HumanFormat.text(version) }
+        if let pid = status["pid"]?.intValue { header += " (pid \(pid))" }
+        if let uptime = status["uptime_s"]?.doubleValue { header += ", up " + HumanFormat.duration(seconds: uptime) }
         lines.append(header)
         for (key, label) in [("queued", "queued"), ("in_flight", "in flight"), ("lists_active", "lists active")] {
-            if let value = status[key]?.int { lines.append("\(label): \(HumanFormat.count(value))") }
+            if let value = status[key]?.intValue { lines.append("\(label): \(HumanFormat.count(value))") }
         }
         if let cache = status["cache"] {
-            let pinned = cache["pinned_bytes"]?.int.map { "\(HumanFormat.size($0)) pinned" }
+            let pinned = cache["pinned_bytes"]?.intValue.map { "\(HumanFormat.size($0)) pinned" }
             lines.append("disk cache: " + tier(cache, extra: pinned))
         }
-        if let path = status["cache"]?["path"]?.string {
+        if let path = status["cache"]?["path"]?.stringValue {
             lines.append("cache folder: \(HumanFormat.text(path))")
         }
         if let memory = status["memory"] {
             lines.append("memory tier: " + tier(memory, extra: nil))
         }
         // "psi-poll (/proc/pressure/memory)": the source in use, after any fallback.
-        if let source = status["memory"]?["pressure_source"]?.string {
-            let path = status["memory"]?["pressure_path"]?.string.map { " (\(HumanFormat.text($0)))" } ?? ""
+        if let source = status["memory"]?["pressure_source"]?.stringValue {
+            let path = status["memory"]?["pressure_path"]?.stringValue.map { " (\(HumanFormat.text($0)))" } ?? ""
             lines.append("memory pressure: \(HumanFormat.text(source))\(path)")
         }
-        if let events = status["pressure_events"]?.int {
+        if let events = status["pressure_events"]?.intValue {
             lines.append("memory pressure events: \(HumanFormat.count(events))")
         }
-        if let spool = status["spool"]?.string {
+        if let spool = status["spool"]?.stringValue {
             lines.append("spool: \(HumanFormat.text(spool))")
         }
-        let degraded = status["degraded"]?.array ?? []
+        let degraded = status["degraded"]?.arrayValue ?? []
         if degraded.isEmpty {
             lines.append("degraded: no")
         } else {
             for entry in degraded {
-                lines.append("degraded: \(HumanFormat.text(entry["code"]?.string ?? "?")): \(HumanFormat.text(entry["message"]?.string ?? ""))")
+                lines.append("degraded: \(HumanFormat.text(entry["code"]?.stringValue ?? "?")): \(HumanFormat.text(entry["message"]?.stringValue ?? ""))")
             }
         }
         return lines
@@ -61,11 +62,11 @@ struct StatusCommand: ImgctlSubcommand {
     /// "1.2 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned".
     private static func tier(_ tier: JSONValue, extra: String?) -> String {
         var parts: [String] = []
-        let bytes = tier["bytes"]?.int.map(HumanFormat.size) ?? "?"
+        let bytes = tier["bytes"]?.intValue.map(HumanFormat.size) ?? "?"
         let entries =
-            tier["entries"]?.int.map { "\(HumanFormat.count($0)) " + ($0 == 1 ? "entry" : "entries") } ?? "? entries"
+            tier["entries"]?.intValue.map { "\(HumanFormat.count($0)) " + ($0 == 1 ? "entry" : "entries") } ?? "? entries"
         parts.append("\(bytes) in \(entries)")
-        if let limit = tier["limit"]?.int { parts.append("limit \(HumanFormat.size(limit))") }
+        if let limit = tier["limit"]?.intValue { parts.append("limit \(HumanFormat.size(limit))") }
         if let extra { parts.append(extra) }
         return parts.joined(separator: ", ")
     }

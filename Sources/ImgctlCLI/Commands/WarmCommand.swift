@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl warm FILE…`: hand link lists to the daemon through its spool.
 struct WarmCommand: ImgctlSubcommand {
@@ -43,7 +44,7 @@ struct WarmCommand: ImgctlSubcommand {
     func execute(in context: ImgctlContext) throws(ImgctlError) {
         let session = try ControlSession(connection, context: context)
         let status = try session.call("status", echo: false)
-        guard let spool = status["spool"]?.string, spool.hasPrefix("/") else {
+        guard let spool = status["spool"]?.stringValue, spool.hasPrefix("/") else {
             throw .badReply("status names no spool folder (\"spool\"): is this imgd older than imgctl?")
         }
         if wait {
@@ -52,8 +53,8 @@ struct WarmCommand: ImgctlSubcommand {
         }
         var writer = SpoolWriter(spool: spool)
         writer.beforeRename = context.beforeSpoolRename
-        for entry in try session.call("lists", echo: false)["lists"]?.array ?? [] {
-            if let name = entry["name"]?.string { writer.knownNames.insert(name) }
+        for entry in try session.call("lists", echo: false)["lists"]?.arrayValue ?? [] {
+            if let name = entry["name"]?.stringValue { writer.knownNames.insert(name) }
         }
         var submitted: [String] = []
         var anyFailed = false
@@ -66,7 +67,7 @@ struct WarmCommand: ImgctlSubcommand {
                     session.output(
                         JSONValue.object([
                             "file": .string(file), "name": .string(name), "path": .string(spool + "/" + name),
-                        ]).compactText)
+                        ]).jsonText)
                 } else {
                     session.output("submitted \(HumanFormat.text(file)) as \(HumanFormat.text(name))")
                 }
@@ -79,7 +80,7 @@ struct WarmCommand: ImgctlSubcommand {
             let lists = try ListWaiter(session: session, spool: spool).wait(for: submitted)
             for list in lists {
                 if session.json {
-                    session.output(list.raw.compactText)
+                    session.output(list.raw.jsonText)
                 } else {
                     session.output(Self.summary(list))
                     if list.endedBadly { try showFailures(of: list, session: session) }
@@ -106,16 +107,16 @@ struct WarmCommand: ImgctlSubcommand {
     private func showFailures(of list: ListProgress, session: ControlSession) throws(ImgctlError) {
         let failures: [JSONValue]
         do throws(ImgctlError) {
-            failures = try session.call("failed", ["list": .string(list.name)], echo: false)["failures"]?.array ?? []
+            failures = try session.call("failed", ["list": .string(list.name)], echo: false)["failures"]?.arrayValue ?? []
         } catch .daemon {
             return
         }
         for failure in failures.prefix(Self.failuresShown) {
             var place = HumanFormat.text(list.name)
-            if let line = failure["line"]?.int { place += ":\(line)" }
-            let url = HumanFormat.text(failure["url"]?.string ?? "?")
-            let code = HumanFormat.text(failure["code"]?.string ?? "?")
-            session.warn("imgctl: \(place): \(url): \(code): \(HumanFormat.text(failure["message"]?.string ?? ""))")
+            if let line = failure["line"]?.intValue { place += ":\(line)" }
+            let url = HumanFormat.text(failure["url"]?.stringValue ?? "?")
+            let code = HumanFormat.text(failure["code"]?.stringValue ?? "?")
+            session.warn("imgctl: \(place): \(url): \(code): \(HumanFormat.text(failure["message"]?.stringValue ?? ""))")
         }
         if failures.count > Self.failuresShown {
             let more = failures.count - Self.failuresShown

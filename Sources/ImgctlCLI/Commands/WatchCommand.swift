@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl watch`: follow the daemon's events.
 struct WatchCommand: ImgctlSubcommand {

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// One event as a line for people (`imgctl watch`): `7 fetched bytes=812 format=jpeg url=http://…`.
 ///
 /// The fields are sorted by name; a string is written bare unless it is empty or holds a
@@ -13,19 +15,19 @@ enum EventFormatter {
                 parts.append("\(key)=\(text(fields[key]!))")
             }
         } else if event.data != .null {
-            parts.append("data=\(terminalSafe(event.data.compactText))")
+            parts.append("data=\(terminalSafe(event.data.jsonText))")
         }
         return parts.joined(separator: " ")
     }
 
     static func text(_ value: JSONValue) -> String {
-        guard case .string(let string) = value else { return terminalSafe(value.compactText) }
+        guard case .string(let string) = value else { return terminalSafe(value.jsonText) }
         let needsQuotes =
             string.isEmpty
             || string.unicodeScalars.contains { scalar in
                 scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || isControl(scalar)
             }
-        return needsQuotes ? terminalSafe(value.compactText) : string
+        return needsQuotes ? terminalSafe(value.jsonText) : string
     }
 
     /// C0, DEL and C1.

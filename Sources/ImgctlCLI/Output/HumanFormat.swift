@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import ImgdProtocol
 
 /// Numbers for people: sizes in binary units, durations in the two largest units, counts with
 /// thousands separators.
@@ -56,8 +57,8 @@ public enum HumanFormat {
         switch value {
         case .string(let text):
             return self.text(text)
-        case .some(let number) where number.double != nil:
-            let raw = number.double!
+        case .some(let number) where number.doubleValue != nil:
+            let raw = number.doubleValue!
             // 1e11 ms is 1973; 1e11 s is the year 5138: a value above it is milliseconds.
             let seconds = raw >= 1e11 ? raw / 1000 : raw
             let age = max(0, now - seconds)

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// Turns the `stats` result into Prometheus' text exposition format (version 0.0.4), for the
 /// node exporter's textfile collector or any scraper that reads a file.
 ///

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// An ``OutputSink`` over a file descriptor (stdout, stderr), unbuffered: each write reaches the
 /// descriptor at once, so `imgctl watch | grep` sees every event as it happens.
@@ -19,9 +20,8 @@ public final class FileDescriptorOutput: OutputSink {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = retryingOnInterrupt { Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset) }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     return  // the reader is gone (EPIPE, a closed descriptor): nothing left to tell it
                 }
                 offset += written

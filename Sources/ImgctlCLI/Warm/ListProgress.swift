@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// What `warm --wait` knows of one submitted link list.
 struct ListProgress: Equatable {
     /// The list's name in the spool.
@@ -28,13 +30,13 @@ struct ListProgress: Equatable {
     /// Takes the counts from a `lists` entry, a report, or a `list_done` event's data; fields
     /// it lacks keep their value.
     mutating func update(from entry: JSONValue) {
-        if let value = entry["state"]?.string { state = value }
-        if let value = entry["total"]?.int { total = value }
-        if let value = entry["cached"]?.int { cached = value }
-        if let value = entry["already_cached"]?.int { alreadyCached = value }
-        if let value = entry["failed"]?.int { failed = value }
-        if let value = entry["pending"]?.int { pending = value }
-        if let value = entry["bytes"]?.int { bytes = value }
+        if let value = entry["state"]?.stringValue { state = value }
+        if let value = entry["total"]?.intValue { total = value }
+        if let value = entry["cached"]?.intValue { cached = value }
+        if let value = entry["already_cached"]?.intValue { alreadyCached = value }
+        if let value = entry["failed"]?.intValue { failed = value }
+        if let value = entry["pending"]?.intValue { pending = value }
+        if let value = entry["bytes"]?.intValue { bytes = value }
         raw = entry
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ImgdProtocol
 
 /// `warm --wait`: follows submitted link lists until each has finished, showing progress.
 ///
@@ -32,8 +33,8 @@ struct ListWaiter {
         let result = try session.call("lists", echo: false)
         var entries: [String: JSONValue] = [:]
         // Most recent first: keep the first entry of a name.
-        for entry in result["lists"]?.array ?? [] {
-            if let name = entry["name"]?.string, entries[name] == nil { entries[name] = entry }
+        for entry in result["lists"]?.arrayValue ?? [] {
+            if let name = entry["name"]?.stringValue, entries[name] == nil { entries[name] = entry }
         }
         for index in lists.indices where !lists[index].isFinished || entries[lists[index].name] != nil {
             let name = lists[index].name
@@ -57,7 +58,7 @@ struct ListWaiter {
             case .closed:
                 throw .connectionLost(socket: session.client.socketPath)
             case .event(let event):
-                guard event.name == "list_done", let name = event.data["name"]?.string,
+                guard event.name == "list_done", let name = event.data["name"]?.stringValue,
                     let index = lists.firstIndex(where: { $0.name == name })
                 else { continue }
                 lists[index].update(from: event.data)
@@ -72,7 +73,7 @@ struct ListWaiter {
         guard !ImgctlContext.lstatExists(spool + "/" + name) else { return nil }
         for folder in ["failed", "done"] {
             if let data = FileManager.default.contents(atPath: "\(spool)/\(folder)/\(name).report.json"),
-                let report = JSONValue.parse(data), report["state"]?.string != nil
+                let report = (try? JSONValue(parsing: data)), report["state"]?.stringValue != nil
             {
                 return report
             }

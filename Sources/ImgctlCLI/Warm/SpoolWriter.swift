@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// Drops link lists into the daemon's spool the way Protocol.md asks: each is written in full
 /// under a temporary name the daemon ignores (`.NAME.tmp`: a leading dot and a `.tmp` end),
@@ -127,17 +128,15 @@ struct SpoolWriter {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = read(input, buffer.baseAddress, chunk)
+            let count = retryingOnInterrupt { read(input, buffer.baseAddress, chunk) }
             if count < 0 {
-                if errno == EINTR { continue }
                 throw .local("cannot read \(source): \(ControlClient.describe(errno))")
             }
             if count == 0 { break }
             var offset = 0
             while offset < count {
-                let written = write(output, buffer.baseAddress! + offset, count - offset)
+                let written = retryingOnInterrupt { write(output, buffer.baseAddress! + offset, count - offset) }
                 if written < 0 {
-                    if errno == EINTR { continue }
                     throw .local("cannot write \(path): \(ControlClient.describe(errno))")
                 }
                 offset += written

@@ -46,7 +46,7 @@ struct PrefetchRun {
             reader = try LinkListReader(path: path)
         } catch {
             console.message("imgd: \(error)")
-            tally.update { $0.failures["bad_list", default: 0] += 1 }
+            tally.update { $0.failures[FailureCode.badList.rawValue, default: 0] += 1 }
             return
         }
         var batch: [ImageURL] = []
@@ -57,14 +57,14 @@ struct PrefetchRun {
                 entry = try reader.next()
             } catch {
                 console.message("imgd: \(error)")
-                tally.update { $0.failures["bad_list", default: 0] += 1 }
+                tally.update { $0.failures[FailureCode.badList.rawValue, default: 0] += 1 }
                 break
             }
             guard let entry else { break }
             switch entry.url {
             case .failure(let error):
                 console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(EchoedText.cut(entry.text))")
-                tally.update { $0.failures["bad_url", default: 0] += 1 }
+                tally.update { $0.failures[FailureCode.badURL.rawValue, default: 0] += 1 }
             case .success(let url):
                 batch.append(url)
                 if batch.count == batchSize {

@@ -13,7 +13,7 @@ final class PrefetchTally: Sendable {
         var failures: [String: Int] = [:]
 
         var failed: Int { failures.values.reduce(0, +) }
-        var finished: Int { downloaded + alreadyCached + failed - failures["bad_url", default: 0] }
+        var finished: Int { downloaded + alreadyCached + failed - failures[FailureCode.badURL.rawValue, default: 0] }
     }
 
     private let counts = Locked(Counts())

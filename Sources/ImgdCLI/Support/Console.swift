@@ -59,9 +59,8 @@ public final class Console: Sendable {
     private func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = retryingOnInterrupt { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
             if written < 0 {
-                if errno == EINTR { continue }
                 return  // stderr closed: nothing sensible left to do with the message
             }
             offset += written

@@ -41,8 +41,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         defer { buffer.deallocate() }
         var offset = 0
         while offset < count {
-            let got = pread(fileDescriptor, buffer.baseAddress, min(chunk, count - offset), off_t(offset))
-            if got < 0, errno == EINTR { continue }
+            let got = retryingOnInterrupt { pread(fileDescriptor, buffer.baseAddress, min(chunk, count - offset), off_t(offset)) }
             guard got > 0 else { throw FileReadError(errno: got < 0 ? errno : EIO) }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
             offset += got

@@ -121,13 +121,11 @@ struct LinkListByteSource: ~Copyable {
         }
         while true {
             let offset = end
-            let got = buffer.withUnsafeMutableBytes { raw in
-                read(fileDescriptor, raw.baseAddress! + offset, wanted)
+            let got = retryingOnInterrupt {
+                buffer.withUnsafeMutableBytes { raw in read(fileDescriptor, raw.baseAddress! + offset, wanted) }
             }
             if got < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw .readFailed(path: path, errno: code)
+                throw .readFailed(path: path, errno: errno)
             }
             notePeak()
             if got == 0 {

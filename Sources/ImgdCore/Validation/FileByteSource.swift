@@ -28,14 +28,14 @@ public struct FileByteSource: ImageByteSource, Sendable {
         return try [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
             initialized = 0
             while initialized < length {
-                let result = pread(
-                    fileDescriptor, buffer.baseAddress! + initialized, length - initialized,
-                    off_t(offset + initialized))
+                let result = retryingOnInterrupt {
+                    pread(fileDescriptor, buffer.baseAddress! + initialized, length - initialized, off_t(offset + initialized))
+                }
                 if result > 0 {
                     initialized += result
                 } else if result == 0 {
                     break  // end of file
-                } else if errno != EINTR {
+                } else {
                     throw FileReadError(errno: errno)
                 }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import ImgdCore
 import ImgdNetwork
+import ImgdProtocol
 import ImgdStore
 import Logging
 
@@ -162,7 +163,7 @@ struct DaemonCommands {
             do {
                 accepted.append(try ImageURL(text))
             } catch {
-                rejected.append(["url": .string(text), "code": "bad_url", "message": .string("\(error)")])
+                rejected.append(["url": .string(text), "code": .string(FailureCode.badURL.rawValue), "message": .string("\(error)")])
             }
         }
         let queued = services.downloader.prefetch(
@@ -291,7 +292,7 @@ struct DaemonCommands {
         }
         if data { try checkDataSize(image.bytes) }
         guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
-            throw .other(code: "disk", message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
+            throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
         return Self.json(hit, source: image.source == .network ? .network : hit.source, data: data)
     }
@@ -309,7 +310,7 @@ struct DaemonCommands {
         do {
             pass = try services.disk.evict(keys)
         } catch {
-            throw .other(code: "disk", message: "cannot evict: the cache index refused: \(error)")
+            throw .other(code: FailureCode.disk.rawValue, message: "cannot evict: the cache index refused: \(error)")
         }
         logChange("evict: \(pass.files) entries")
         return ["evicted": JSONValue(pass.files)]
@@ -358,7 +359,7 @@ struct DaemonCommands {
         do {
             (report, bytes) = try outcome.get()
         } catch {
-            throw .other(code: "disk", message: "the cache check stopped: \(error)")
+            throw .other(code: FailureCode.disk.rawValue, message: "the cache check stopped: \(error)")
         }
         if report.removed > 0 {
             services.events.publish(
@@ -482,7 +483,7 @@ struct DaemonCommands {
             "format": .string(entry.format.rawValue), "width": entry.width.map { JSONValue($0) } ?? .null,
             "height": entry.height.map { JSONValue($0) } ?? .null, "source": .string(source.rawValue),
         ]
-        if data, let bytes = hit.bytes { result["data"] = .string(Data(bytes).base64EncodedString()) }
+        if data, let bytes = hit.bytes { result["data"] = .string(Base64.encode(bytes)) }
         return .object(result)
     }
 

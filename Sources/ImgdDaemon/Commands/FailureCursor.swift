@@ -1,4 +1,5 @@
 import Foundation
+import ImgdCore
 
 /// Where a page of `failed` ends, handed to the client as `next` and back as `after`. Opaque
 /// to clients (base64url text): a list's pages go by the failures' place in the list (their
@@ -16,7 +17,7 @@ enum FailureCursor: Equatable {
         case .listSeq(let seq): "l:\(seq)"
         case .url(let url): "u:\(url)"
         }
-        return Data(plain.utf8).base64EncodedString()
+        return Base64.encode(Array(plain.utf8))
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
@@ -24,10 +25,12 @@ enum FailureCursor: Equatable {
     /// Reads a cursor a client sent back as `field`; anything this daemon did not hand out is
     /// `invalid_argument`.
     init(token: String, field: String) throws(ControlError) {
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        let base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         let bad = ControlError.invalidArgument(field: field, reason: "not a cursor from a \"next\" of this command")
-        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else { throw bad }
+        // Base64.decode skips whitespace, as systemd's text may hold it; a cursor never does.
+        guard !base64.utf8.contains(where: { $0 <= 0x20 }), let bytes = Base64.decode(base64),
+            let plain = String(validating: bytes, as: UTF8.self)
+        else { throw bad }
         if plain.hasPrefix("l:"), let seq = Int(plain.dropFirst(2)), seq >= 0 {
             self = .listSeq(seq)
         } else if plain.hasPrefix("u:"), plain.utf8.count > 2 {

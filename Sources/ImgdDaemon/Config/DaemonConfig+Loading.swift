@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 extension DaemonConfig {
     /// The file the packaged unit names; unlike a file given by hand, it may be absent.
@@ -61,8 +62,7 @@ extension DaemonConfig {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if got < 0, errno == EINTR { continue }
+            let got = retryingOnInterrupt { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
             guard got >= 0 else {
                 throw ConfigError(origin: path, reason: "cannot read the configuration file: \(String(cString: strerror(errno)))")
             }

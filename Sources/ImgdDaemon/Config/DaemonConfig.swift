@@ -1,7 +1,7 @@
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import Logging
 
 /// Everything the daemon can be told: folders, cache limits, the downloader's caps, the control

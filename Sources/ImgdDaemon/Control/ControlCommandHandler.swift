@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// Runs the daemon's commands for the control server. The server parses lines, keeps replies
 /// in order and handles `subscribe` itself; every other request, with its peer, comes here.
 ///

@@ -1,3 +1,4 @@
+import ImgdProtocol
 import NIOCore
 
 /// `subscribe` and the delivery of events to a subscribed connection.

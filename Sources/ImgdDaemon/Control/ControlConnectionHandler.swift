@@ -1,3 +1,4 @@
+import ImgdProtocol
 import Logging
 import NIOCore
 

@@ -1,3 +1,5 @@
+import ImgdCore
+
 /// A failed request on the control socket: a `snake_case` ``code`` for scripts and a
 /// ``message`` for a person. The codes are the protocol's (Protocol.md, *Protocol errors*); they
 /// are mapped here and nowhere else.
@@ -49,7 +51,7 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .shuttingDown: return "shutting_down"
         case .notFound: return "not_found"
         case .queueFull: return "queue_full"
-        case .dataTooLarge: return "too_large"
+        case .dataTooLarge: return FailureCode.tooLarge.rawValue
         case .other(let code, _): return code
         }
     }

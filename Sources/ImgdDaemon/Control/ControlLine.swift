@@ -1,3 +1,4 @@
+import ImgdProtocol
 import NIOCore
 
 /// The lines the server writes, each one JSON object and a `\n` (Protocol.md, *Requests and

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// Typed access to a request's arguments. Each accessor throws
 /// ``ControlError/invalidArgument(field:reason:)`` naming the field, so a handler can write
 /// `let url = try request.string("url")` and return the error as it comes. A member whose value

@@ -1,3 +1,5 @@
+import ImgdProtocol
+
 /// One request read from the control socket: `{"id": …, "cmd": "…", …arguments}`.
 public struct ControlRequest: Sendable, Hashable {
     /// The request's `id`, echoed in its reply; `null` when absent.

@@ -1,13 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// The control socket's file: making room for it at start, setting its mode, and removing it
 /// at stop, but only while it is still the file this server created.
 struct ControlSocketFile: Sendable {
-    /// `sun_path`'s size: a path must be shorter, leaving room for its terminating NUL.
-    static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
-
     /// The mode of the socket file: the owner and the group may connect.
     static let mode: mode_t = 0o660
 
@@ -19,8 +17,11 @@ struct ControlSocketFile: Sendable {
     /// refuses connections) is there and is removed. A live socket means another server runs;
     /// anything else at the path is left alone.
     static func clearStale(at path: String) throws(ControlServerError) {
-        guard path.utf8.count < maximumPathLength else {
-            throw .cannotListen(address: path, reason: "the path is longer than \(maximumPathLength - 1) bytes")
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: path)
+        } catch {
+            throw .cannotListen(address: path, reason: "the path is longer than \(UnixSocketAddress.maximumLength) bytes")
         }
         var status = stat()
         guard lstat(path, &status) == 0 else {
@@ -28,7 +29,7 @@ struct ControlSocketFile: Sendable {
             throw .cannotListen(address: path, reason: Self.describe(errno))
         }
         guard status.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path: path) }
-        switch probe(path) {
+        switch probe(address) {
         case 0, EAGAIN:
             // Connected, or the listener's backlog is full: either way something listens.
             throw .alreadyRunning(path: path)
@@ -62,23 +63,12 @@ struct ControlSocketFile: Sendable {
         unlink(path)
     }
 
-    /// Connects to the socket at `path` without blocking; returns 0 or the `errno`.
-    private static func probe(_ path: String) -> Int32 {
+    /// Connects to the socket at `address` without blocking; returns 0 or the `errno`.
+    private static func probe(_ address: UnixSocketAddress) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { return errno }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        while true {
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if result == 0 { return 0 }
-            if errno != EINTR { return errno }
-        }
+        return address.connect(descriptor)
     }
 
     static func describe(_ code: Int32) -> String {

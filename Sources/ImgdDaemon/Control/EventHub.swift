@@ -1,4 +1,5 @@
 import ImgdCore
+import ImgdProtocol
 import NIOCore
 
 /// Numbers the daemon's events and hands them to the control connections that subscribed.

@@ -81,8 +81,7 @@ public struct JournalLogHandler: LogHandler {
         var bytes = Array(line.utf8)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
+            let written = retryingOnInterrupt { bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) } }
             guard written > 0 else { return }
             offset += written
         }

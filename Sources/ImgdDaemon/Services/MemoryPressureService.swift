@@ -1,5 +1,5 @@
 import ImgdStore
-import ImgdSystem
+import ImgdMemoryPressure
 import Logging
 
 /// Answers memory pressure: each event, from the system or from the `purge` command, empties

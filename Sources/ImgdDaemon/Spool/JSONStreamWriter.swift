@@ -52,10 +52,9 @@ struct JSONStreamWriter: ~Copyable {
         }
         var offset = 0
         while offset < buffer.count {
-            let written = buffer.withUnsafeBytes { raw in
-                write(fileDescriptor, raw.baseAddress! + offset, raw.count - offset)
+            let written = retryingOnInterrupt {
+                buffer.withUnsafeBytes { raw in write(fileDescriptor, raw.baseAddress! + offset, raw.count - offset) }
             }
-            if written < 0, errno == EINTR { continue }
             guard written > 0 else {
                 error = written < 0 ? errno : EIO
                 break

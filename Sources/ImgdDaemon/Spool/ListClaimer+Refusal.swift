@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 extension ListClaimer {
     /// Why a spool entry is not taken as a list, from its `lstat`.
@@ -81,7 +82,7 @@ extension ListClaimer {
         let reason = "it was replaced while being claimed (by \(kind)); the claim was dropped and what replaced it removed "
             + "(drop the list again, and leave it in place until it is claimed)"
         logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
-        reports.writeRefusal(name: name, reason: reason, code: "bad_list", as: freeReportName(for: name))
+        reports.writeRefusal(name: name, reason: reason, code: FailureCode.badList.rawValue, as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }
 

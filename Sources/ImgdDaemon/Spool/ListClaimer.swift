@@ -159,7 +159,7 @@ final class ListClaimer: Sendable {
         if name.hasSuffix(ListReportWriter.suffix) {
             return refuse(
                 entry, movingItBecause: "its name ends in \(ListReportWriter.suffix), which is kept for reports (rename it and drop it again)",
-                code: "bad_list", as: SpoolEntryName.fileName(for: name + ".list"))
+                code: FailureCode.badList.rawValue, as: SpoolEntryName.fileName(for: name + ".list"))
         }
         let fd = entry.withCString { openat(folders.spool, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 {
@@ -184,7 +184,7 @@ final class ListClaimer: Sendable {
             close(fd)
             refuse(
                 entry, movingItBecause: "too large: the file is \(size) bytes (\(ByteCount(size))), more than max-list-bytes (\(ByteCount(limits.maxListBytes)))",
-                code: "bad_list")
+                code: FailureCode.badList.rawValue)
             return
         }
         let path = folders.path + "/" + name
@@ -261,7 +261,7 @@ final class ListClaimer: Sendable {
         try? store.finishClaim(list: record.id)
         let cancelled = reading == .cancelled
         if cancelled {
-            cancelledURLs = (try? store.failPending(list: record.id, code: "cancelled", message: "the list was cancelled")) ?? 0
+            cancelledURLs = (try? store.failPending(list: record.id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
             logger.info("claim of list \(record.name) cancelled after \(total) lines", metadata: ["list": "\(record.name)"])
         } else {
             logger.info("claimed list \(record.name): \(total) lines", metadata: ["list": "\(record.name)"])
@@ -294,7 +294,7 @@ final class ListClaimer: Sendable {
             } catch {
                 seq += 1
                 let line: Int = if case .malformed(_, let line, _) = error { line } else { 0 }
-                slice.append((seq, line, "", ("bad_list", "\(error)")))
+                slice.append((seq, line, "", (FailureCode.badList.rawValue, "\(error)")))
                 break
             }
             if !pinRead {
@@ -305,12 +305,12 @@ final class ListClaimer: Sendable {
             seq += 1
             guard seq <= maxLines else {
                 let message = "too large: more than max-list-lines (\(maxLines)) entries; the list was read up to line \(entry.line)"
-                slice.append((seq, entry.line, "", ("bad_list", message)))
+                slice.append((seq, entry.line, "", (FailureCode.badList.rawValue, message)))
                 break
             }
             switch entry.url {
             case .success(let url): slice.append((seq, entry.line, url.normalized, nil))
-            case .failure(let error): slice.append((seq, entry.line, entry.text, ("bad_url", "\(error)")))
+            case .failure(let error): slice.append((seq, entry.line, entry.text, (FailureCode.badURL.rawValue, "\(error)")))
             }
             sliceBytes += slice[slice.count - 1].url.utf8.count
             if slice.count >= Self.sliceLines || sliceBytes >= Self.sliceBytes {

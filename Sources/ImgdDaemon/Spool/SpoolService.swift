@@ -159,7 +159,7 @@ public final class SpoolService: @unchecked Sendable {
             runs[id]!.cancelled = true
             runs[id]!.exhausted = true
             flush()
-            let pending = (try? store.failPending(list: id, code: "cancelled", message: "the list was cancelled")) ?? 0
+            let pending = (try? store.failPending(list: id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
             downloader.cancel(submitter: runs[id]!.submitter)
             finishIfDone(id)
             return .cancelled(pending: pending)
@@ -327,7 +327,7 @@ public final class SpoolService: @unchecked Sendable {
             var urls: [ImageURL] = []
             for row in rows {
                 guard let url = try? ImageURL(row.url) else {
-                    outcomes.append((id, row.seq, .failed(code: "bad_url", message: "not a URL: \(row.url)")))
+                    outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
                     continue
                 }
                 urls.append(url)

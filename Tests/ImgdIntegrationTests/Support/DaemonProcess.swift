@@ -126,7 +126,7 @@ final class ControlClient {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         // Not closed here: once every property is set, a throwing init runs deinit, which
         // closes it (a second close could hit a descriptor another test has just opened).
-        guard let connected = UnixSocketAddress.with(path, { connect(fd, $0, $1) }) else { throw POSIXError(.ENAMETOOLONG) }
+        guard let connected = (try? UnixSocketAddress(path: path))?.withSockaddr({ connect(fd, $0, $1) }) else { throw POSIXError(.ENAMETOOLONG) }
         guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

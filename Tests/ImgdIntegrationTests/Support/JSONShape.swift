@@ -1,4 +1,5 @@
 @testable import ImgctlCLI
+import ImgdProtocol
 
 /// The field names and value types of a JSON value, without its values: what a client reading
 /// a reply relies on. Integers and fractions are told apart (the daemon writes a `Double` with a

@@ -48,7 +48,7 @@ final class NotifySocket: Sendable {
     private static func bind(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        guard let bound = UnixSocketAddress.with(path, { Glibc.bind(descriptor, $0, $1) }) else {
+        guard let bound = (try? UnixSocketAddress(path: path))?.withSockaddr({ Glibc.bind(descriptor, $0, $1) }) else {
             Glibc.close(descriptor)
             throw POSIXError(.ENAMETOOLONG)
         }

@@ -3,7 +3,7 @@ import Foundation
 import ImgdTestSupport
 import Testing
 
-@testable import ImgdSystem
+@testable import ImgdMemoryPressure
 
 /// Real descriptors, real threads, no mocks. Serialized: the leak checks look at this process's
 /// threads by name, and two tests watch /proc/pressure/memory.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 extension MemoryPressureSource {
     /// The longest `MEMORY_PRESSURE_WRITE` accepted, in decoded bytes: 4 KiB. A PSI trigger is
@@ -63,9 +64,9 @@ extension MemoryPressureSource {
         case S_IFIFO:
             return .systemdWatch(path: path, kind: .fifo, write: write)
         case S_IFSOCK:
-            guard path.utf8.count < UnixSocketAddress.maximumPathLength else {
+            guard path.utf8.count <= UnixSocketAddress.maximumLength else {
                 return .disabled(
-                    reason: "MEMORY_PRESSURE_WATCH=\(path) is a socket path longer than \(UnixSocketAddress.maximumPathLength - 1) bytes, ignoring it")
+                    reason: "MEMORY_PRESSURE_WATCH=\(path) is a socket path longer than \(UnixSocketAddress.maximumLength) bytes, ignoring it")
             }
             return .systemdWatch(path: path, kind: .socket, write: write)
         case nil:

@@ -1,7 +1,8 @@
 import Foundation
+import ImgdCore
 import Testing
 
-@testable import ImgdSystem
+@testable import ImgdMemoryPressure
 
 @Suite("Memory pressure source")
 struct MemoryPressureSourceTests {

@@ -1,4 +1,5 @@
 import Foundation
+import ImgdCore
 import ImgdTestSupport
 
 /// Blocking Unix stream socket calls for tests, each with a deadline instead of a sleep.
@@ -8,7 +9,7 @@ enum TestSocket {
     static func bound(at path: String, listening: Bool = true) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         precondition(descriptor >= 0)
-        let bound = UnixSocketAddress.with(path) { bind(descriptor, $0, $1) }
+        let bound = (try? UnixSocketAddress(path: path))?.withSockaddr { bind(descriptor, $0, $1) }
         precondition(bound == 0, "bind \(path): \(String(cString: strerror(errno)))")
         if listening { precondition(listen(descriptor, 4) == 0) }
         return descriptor

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// A ``MemoryPressureSource`` opened: the descriptor to poll and how to read it, or the file
 /// to poll on a timer. Made on the task calling ``MemoryPressureMonitor/run(onWatching:)`` (so opening
@@ -77,7 +78,7 @@ struct PressureWatch: Sendable {
             guard descriptor >= 0 else { throw .cannotConnect(path: path, errno: errno) }
             // Blocking while connecting and writing (a local socket answers at once), then
             // non-blocking, so draining stops when nothing is left.
-            let failure = UnixSocketAddress.connect(descriptor, to: path)
+            let failure = (try? UnixSocketAddress(path: path))?.connect(descriptor) ?? ENAMETOOLONG
             guard failure == 0 else {
                 Glibc.close(descriptor)
                 throw .cannotConnect(path: path, errno: failure)

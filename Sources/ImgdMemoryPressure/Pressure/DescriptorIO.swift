@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// The few blocking descriptor operations the pressure monitor needs, retrying interrupts and
 /// short writes, and reporting failures as ``MemoryPressureError``.
@@ -14,9 +15,8 @@ enum DescriptorIO {
         var bytes = [UInt8](repeating: 0, count: limit)
         var count = 0
         while count < limit {
-            let result = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, limit - count) }
+            let result = retryingOnInterrupt { bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, limit - count) } }
             if result < 0 {
-                if errno == EINTR { continue }
                 throw .readFailed(path: path, errno: errno)
             }
             if result == 0 { break }
@@ -31,9 +31,8 @@ enum DescriptorIO {
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
         var offset = 0
         while offset < bytes.count {
-            let result = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            let result = retryingOnInterrupt { bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) } }
             if result < 0 {
-                if errno == EINTR { continue }
                 return errno
             }
             offset += result
@@ -48,14 +47,13 @@ enum DescriptorIO {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var total = 0
         for _ in 0..<16 {
-            let result = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let result = retryingOnInterrupt { buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
             if result > 0 {
                 total += result
                 continue
             }
             if result == 0 { return (total, true) }
             switch errno {
-            case EINTR: continue
             case EAGAIN, EWOULDBLOCK: return (total, false)
             default: throw .readFailed(path: path, errno: errno)
             }

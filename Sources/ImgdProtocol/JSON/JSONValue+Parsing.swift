@@ -25,10 +25,19 @@ extension JSONValue {
     }
 
     /// Parses the readable bytes of `buffer` (see ``init(parsing:maximumDepth:)``).
-    init(parsing buffer: ByteBuffer, maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONParseError) {
+    public init(parsing buffer: ByteBuffer, maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONParseError) {
         let result = buffer.withUnsafeReadableBytes { bytes in
             JSONParser.parse(bytes, maximumDepth: maximumDepth)
         }
+        self = try result.get()
+    }
+
+    /// Parses `bytes`, a reply line or a file read whole (see ``init(parsing:maximumDepth:)``).
+    public init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONParseError) {
+        let contiguous = bytes.withContiguousStorageIfAvailable { bytes in
+            JSONParser.parse(UnsafeRawBufferPointer(bytes), maximumDepth: maximumDepth)
+        }
+        let result = contiguous ?? Array(bytes).withUnsafeBytes { JSONParser.parse($0, maximumDepth: maximumDepth) }
         self = try result.get()
     }
 }

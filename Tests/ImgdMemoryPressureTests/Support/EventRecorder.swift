@@ -1,5 +1,5 @@
 import ImgdCore
-import ImgdSystem
+import ImgdMemoryPressure
 
 /// Collects a monitor's events with the time each arrived.
 final class EventRecorder: Sendable {

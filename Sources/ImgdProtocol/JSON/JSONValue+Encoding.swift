@@ -18,7 +18,7 @@ extension JSONValue {
 extension ByteBuffer {
     /// Appends `value` as compact JSON (see ``JSONValue/jsonText``); returns the bytes written.
     @discardableResult
-    mutating func writeJSONValue(_ value: JSONValue) -> Int {
+    public mutating func writeJSONValue(_ value: JSONValue) -> Int {
         let start = writerIndex
         switch value {
         case .null:
@@ -72,7 +72,7 @@ extension ByteBuffer {
     }
 
     /// Appends `text` as a JSON string literal.
-    mutating func writeJSONString(_ text: String) {
+    public mutating func writeJSONString(_ text: String) {
         writeInteger(UInt8(ascii: "\""))
         // Most strings (paths, URLs, hex digests) need no escape: one scan, one copy.
         let plain = text.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in

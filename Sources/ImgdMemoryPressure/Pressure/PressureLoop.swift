@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// What the monitor's thread runs: waits in `poll` for the watch and the wake signal, reports
 /// each event, and returns when woken (cancellation) or throws when the watch fails.
@@ -34,8 +35,7 @@ struct PressureLoop: Sendable {
         while true {
             descriptors[0].revents = 0
             descriptors[1].revents = 0
-            if Glibc.poll(&descriptors, 2, -1) < 0 {
-                if errno == EINTR { continue }
+            if retryingOnInterrupt({ Glibc.poll(&descriptors, 2, -1) }) < 0 {
                 throw .waitFailed(path: watch.path, errno: errno)
             }
             if descriptors[0].revents != 0 { return }
