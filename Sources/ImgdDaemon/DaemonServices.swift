@@ -36,6 +36,8 @@ final class DaemonServices: Sendable {
     let events: EventHub
     let server: ControlServer
     let counters: DaemonCounters
+    /// Every URL's outcome, counted and published in one place.
+    let outcomes: OutcomeRecorder
     let startedAt = ContinuousClock.now
     /// Set while a `fsck` runs: one check at a time reads the whole cache.
     let checking = Atomic<Bool>(false)
@@ -46,9 +48,10 @@ final class DaemonServices: Sendable {
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
-        counters: DaemonCounters
+        outcomes: OutcomeRecorder
     ) {
-        self.counters = counters
+        self.outcomes = outcomes
+        counters = outcomes.counters
         self.options = options
         self.logger = logger
         self.config = Locked(config)
@@ -129,6 +132,7 @@ final class DaemonServices: Sendable {
             ])
         }
         let counters = DaemonCounters()
+        let outcomes = OutcomeRecorder(events: events, counters: counters)
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(
@@ -140,7 +144,7 @@ final class DaemonServices: Sendable {
         do {
             spool = try SpoolService(
                 path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, logger: logger,
-                onEvent: { DaemonServices.publish($0, to: events, counting: counters) })
+                onEvent: { outcomes.publish($0) })
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
@@ -151,7 +155,7 @@ final class DaemonServices: Sendable {
         let services = DaemonServices(
             options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server, counters: counters)
+            server: server, outcomes: outcomes)
         handler.attach(services)
         services.checkDiskSpace()
 
@@ -176,67 +180,6 @@ final class DaemonServices: Sendable {
     private static func listenAddress(config: DaemonConfig) -> ControlListenAddress {
         if let fd = SocketActivation.listeningDescriptor() { return .inheritedDescriptor(fd) }
         return .path(config.socket)
-    }
-
-    // MARK: - Reload and stop
-
-    /// SIGHUP: reads the configuration again and applies the settings declared reloadable
-    /// (``ConfigReload``); the others keep their running value until a restart.
-    func reload() async {
-        notifier.reloading()
-        defer { notifier.ready(status: statusLine()) }
-        let new: DaemonConfig
-        do {
-            new = try options.load()
-        } catch {
-            logger.error("reload failed, keeping the running configuration: \(error)")
-            return
-        }
-        // With the new cap, and also when nothing changed: a reload after freeing space checks again.
-        defer { checkDiskSpace() }
-        let reload = ConfigReload(running: config.withLock { $0 }, loaded: new)
-        let applied = reload.applied
-        // First, so that the reload's own lines follow the new level. Shared by every copy of the
-        // daemon's handler: each part's logger takes it at once.
-        var logger = logger
-        logger.logLevel = applied.logLevel
-        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
-        config.withLock { $0 = applied }
-        maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
-        memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
-        downloader.update(policy: applied.downloadPolicy)
-        // A raised max-parallel may need more descriptors than the start checked for.
-        let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
-        if budget.needed > limit {
-            logger.warning("""
-                max-parallel \(applied.maxParallel) with max-connections \(applied.maxConnections) needs \(budget.needed) file \
-                descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with \
-                "too many open files"; lower max-parallel or raise the limit
-                """)
-        }
-        spool.update(limits: applied.spoolLimits)
-    }
-
-    /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it
-    /// cannot honour as a warning, and keeps it for `status.degraded`.
-    func checkDiskSpace() {
-        let found = disk.spaceShortfall()
-        let old = spaceShortfall.withLock { shortfall in
-            defer { shortfall = found }
-            return shortfall
-        }
-        if let found {
-            logger.warning("degraded: \(found)")
-        } else if old != nil {
-            logger.info("recovered: \(DiskSpaceShortfall.code) cleared")
-        }
-    }
-
-    /// What `status.degraded` lists: the disk tier's faults, and a cap its filesystem cannot honour.
-    var degradations: [(code: String, message: String)] {
-        var all = maintainer.status.faults.map { (code: $0.code, message: "\($0)") }
-        if let shortfall = spaceShortfall.withLock({ $0 }) { all.append((shortfall.code, "\(shortfall)")) }
-        return all
     }
 
     /// The services that run the started daemon, in start order; the group stops them in
@@ -283,56 +226,7 @@ final class DaemonServices: Sendable {
         stateLock.release()
     }
 
-    /// "warming 1234/5000 in 2 lists; cache 812 MiB of 1 GiB".
-    func statusLine() -> String {
-        let progress = spool.progress
-        let budget = disk.budget.snapshot
-        let cache = "cache \(ByteCount(budget.stored)) of \(ByteCount(budget.limit))"
-        let faults = degradations
-        let degraded = faults.isEmpty ? "" : "; degraded: " + faults.map(\.code).joined(separator: ", ")
-        guard progress.lists > 0 else { return "idle; \(cache)\(degraded)" }
-        return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s"); \(cache)\(degraded)"
-    }
-
-    private static func publish(_ event: SpoolEvent, to events: EventHub, counting counters: DaemonCounters) {
-        switch event {
-        case .listClaimed(let name, let total):
-            events.publish("list_claimed", data: ["name": .string(name), "total": JSONValue(total)])
-        case .listDone(let record):
-            events.publish("list_done", data: [
-                "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
-                "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
-            ])
-        case .fetched(let url, let bytes, let format):
-            events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes), "format": .string(format)])
-        case .failed(let url, let code, let message):
-            counters.update { $0.failuresByCode[code, default: 0] += 1 }
-            events.publish("failed", data: ["url": .string(url), "code": .string(code), "message": .string(message)])
-        case .refused:
-            break
-        }
-    }
-
     private static func makeFolder(_ path: String) throws(SpoolError) {
         if let failure = Folders.make(path, mode: 0o750) { throw .cannotCreate(path: failure.path, errno: failure.errno) }
-    }
-}
-
-/// Counters the daemon keeps beyond its services' own, for `stats`.
-final class DaemonCounters: Sendable {
-    struct Values: Sendable {
-        var gets = 0
-        var diskHits = 0
-        var misses = 0
-        /// Failed URLs (of lists, `add` and `get`) by error code.
-        var failuresByCode: [String: Int] = [:]
-    }
-
-    private let state = Locked(Values())
-
-    var values: Values { state.withLock { $0 } }
-
-    func update(_ change: (inout Values) -> Void) {
-        state.withLock { change(&$0) }
     }
 }

@@ -216,6 +216,41 @@ struct DaemonCommandPromiseTests {
         }
     }
 
+    @Test("get records its outcome like add and a list: a download is a fetched event, a failure (waiting or not) a failed event and a count in stats.failures; a disk hit is no event")
+    func getOutcomeEvents() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path)
+            defer { if daemon.isRunning { kill(daemon.pid, SIGKILL) } }
+            let events = try await daemon.subscribe(["fetched", "failed"])
+            defer { events.close() }
+            let image = server.url("/img/got.png?w=20&h=20")
+            #expect(try await daemon.result(#"{"cmd":"get","url":"\#(image)"}"#)["source"] as? String == "network")
+            let fetched = await events.first("fetched") { $0["url"] as? String == image }
+            #expect(fetched?.data["bytes"] as? Int == TestHTTPServer.body(for: "/img/got.png?w=20&h=20")?.count, "\(events.events.map(\.line))")
+            #expect(fetched?.data["format"] as? String == "png", "\(events.events.map(\.line))")
+
+            let missing = server.url("/status/404")
+            let refused = try await daemon.call(#"{"cmd":"get","url":"\#(missing)"}"#)
+            #expect((refused["error"] as? [String: Any])?["code"] as? String == "http_404", "\(refused)")
+            let failed = await events.first("failed") { $0["url"] as? String == missing }
+            #expect(failed?.data["code"] as? String == "http_404", "\(events.events.map(\.line))")
+
+            let gone = server.url("/status/410")
+            #expect(try await daemon.result(#"{"cmd":"get","url":"\#(gone)","wait":false}"#)["pending"] as? Bool == true)
+            let failedLater = await events.first("failed") { $0["url"] as? String == gone }
+            #expect(failedLater?.data["code"] as? String == "http_410", "\(events.events.map(\.line))")
+
+            // A hit from disk or memory downloads nothing: no event.
+            #expect(try await daemon.result(#"{"cmd":"get","url":"\#(image)"}"#)["source"] as? String != "network")
+            let failures = (try await daemon.result(#"{"cmd":"stats"}"#)["failures"] as? [String: Any]) ?? [:]
+            #expect(failures["http_404"] as? Int == 1 && failures["http_410"] as? Int == 1, "\(failures)")
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+            #expect(events.events.filter { $0.name == "fetched" }.count == 1, "\(events.events.map(\.line))")
+        }
+    }
+
     @Test("memory_pressure events: a byte in MEMORY_PRESSURE_WATCH's FIFO (origin systemd, the bytes purged) and purge of the memory tier (origin command), counted 1 and 2")
     func memoryPressureEvents() async throws {
         let scratch = try ScratchFolder()

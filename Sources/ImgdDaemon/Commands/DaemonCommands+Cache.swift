@@ -1,0 +1,127 @@
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdProtocol
+import ImgdStore
+import Logging
+
+extension DaemonCommands {
+    /// `get`'s answer from one tier, counted as a get and a hit; nil, and nothing counted, on a
+    /// miss. The memory tier is asked by ``answerAtOnce()``, on the event loop; `get()`, which
+    /// runs only when that found nothing, asks the disk tier.
+    func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
+        let url = try url()
+        let data = try request.bool("data", default: false)
+        let need: CacheNeed = data ? .bytes : .file
+        let tiers = services.tiers
+        let found: CacheHit?
+        if tier == .memory {
+            found = tiers.memoryLookup(url.cacheKey, needs: need)
+            if data, let found { try checkDataSize(found.entry.entry.bytes) }
+        } else if data {
+            // The size first, from the index: an image too large to return is never read.
+            guard let entry = tiers.diskLookup(url.cacheKey, needs: .file) else { return nil }
+            try checkDataSize(entry.entry.entry.bytes)
+            found = tiers.diskLookup(url.cacheKey, needs: .bytes)
+        } else {
+            found = tiers.diskLookup(url.cacheKey, needs: .file)
+        }
+        guard let hit = found else { return nil }
+        services.counters.update { counters in
+            counters.gets += 1
+            if hit.source == .disk { counters.diskHits += 1 }
+        }
+        return Self.json(hit, source: hit.source, data: need == .bytes)
+    }
+
+    /// `too_large` for an image over `max-data-bytes`, which `data: true` would hold in memory
+    /// twice (its bytes and their base64) and queue whole for the connection.
+    func checkDataSize(_ bytes: Int) throws(ControlError) {
+        let limit = services.config.withLock { $0.maxDataBytes }
+        guard bytes <= limit else { throw .dataTooLarge(bytes: bytes, limit: limit) }
+    }
+
+    /// Counted, and published as an `evicted` event, by the disk tier's ledger.
+    func evict() throws(ControlError) -> JSONValue {
+        try requirePrivilege(for: "evict")
+        var keys: [CacheKey] = []
+        for text in try request.strings("urls") {
+            guard let url = try? ImageURL(text) else { throw .invalidArgument(field: "urls", reason: "\(text) is not an http(s) URL") }
+            keys.append(url.cacheKey)
+        }
+        for key in keys { services.memory.remove(key) }
+        let pass: EvictionPass
+        do {
+            pass = try services.disk.evict(keys)
+        } catch {
+            throw .other(code: FailureCode.disk.rawValue, message: "cannot evict: the cache index refused: \(error)")
+        }
+        logChange("evict: \(pass.files) entries")
+        return ["evicted": JSONValue(pass.files)]
+    }
+
+    func purge() async throws(ControlError) -> JSONValue {
+        switch try request.choice("tier", of: ["memory", "disk"], default: "") {
+        case "memory":
+            let held = services.memory.statistics.bytes
+            logChange("purge: memory tier")
+            services.pressure.purge()
+            return ["purged_bytes": JSONValue(held)]
+        default:
+            try requirePrivilege(for: "purge of the disk tier")
+            logChange("purge: disk tier")
+            services.memory.purge()
+            let pass = await services.maintainer.purgeAll()
+            return ["evicted": JSONValue(pass.files), "bytes": JSONValue(pass.bytes)]
+        }
+    }
+
+    /// Verifies every disk entry (size and SHA-256) while the daemon runs, on a thread of its
+    /// own (it reads the whole cache); bad entries are dropped and fetched again when asked for.
+    func fsck() async throws(ControlError) -> JSONValue {
+        try requirePrivilege(for: "fsck")
+        guard services.checking.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            throw .other(code: "busy", message: "a cache check is already running; try again when it has finished")
+        }
+        defer { services.checking.store(false, ordering: .releasing) }
+        logChange("fsck: checking every entry of \(services.disk.directory.root)")
+        let disk = services.disk, memory = services.memory, logger = services.logger
+        let outcome: Result<(report: CacheCheckReport, bytes: Int), SQLiteError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes = 0
+                let checked = Result { () throws(SQLiteError) in
+                    try disk.checkAll(removingOrphans: false) { entry, problem in
+                        memory.remove(entry.key)
+                        bytes += entry.bytes
+                        logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", metadata: ["url": "\(entry.url)"])
+                    }
+                }
+                continuation.resume(returning: checked.map { ($0, bytes) })
+            }
+        }
+        let report: CacheCheckReport, bytes: Int
+        do {
+            (report, bytes) = try outcome.get()
+        } catch {
+            throw .other(code: FailureCode.disk.rawValue, message: "the cache check stopped: \(error)")
+        }
+        if report.removed > 0 {
+            services.events.publish(
+                "evicted", data: ["count": JSONValue(report.removed), "bytes": JSONValue(bytes), "reason": "fsck"])
+        }
+        services.logger.info("fsck: checked \(report.checked) entries: \(report.bad) bad, \(report.removed) removed")
+        return ["checked": JSONValue(report.checked), "bad": JSONValue(report.bad), "removed": JSONValue(report.removed)]
+    }
+
+
+    static func json(_ hit: CacheHit, source: CacheSource, data: Bool) -> JSONValue {
+        let entry = hit.entry.entry
+        var result: [String: JSONValue] = [
+            "path": .string(hit.entry.path), "bytes": JSONValue(entry.bytes), "sha256": .string(entry.sha256.hex),
+            "format": .string(entry.format.rawValue), "width": entry.width.map { JSONValue($0) } ?? .null,
+            "height": entry.height.map { JSONValue($0) } ?? .null, "source": .string(source.rawValue),
+        ]
+        if data, let bytes = hit.bytes { result["data"] = .string(Base64.encode(bytes)) }
+        return .object(result)
+    }
+}

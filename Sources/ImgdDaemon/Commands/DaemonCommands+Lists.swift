@@ -1,0 +1,121 @@
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdProtocol
+import ImgdStore
+import Logging
+
+extension DaemonCommands {
+    func cancel() async throws(ControlError) -> JSONValue {
+        if let name = try request.optionalString("list") {
+            // Its own list anyone may cancel; another user's only the privileged.
+            let authority = authority, peer = request.peer
+            let outcome = await services.spool.cancel(list: name) { owner in
+                (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer)
+            }
+            switch outcome {
+            case .cancelled(let pending):
+                logChange("cancel: list \(EchoedText.cut(name))")
+                return ["cancelled": JSONValue(pending)]
+            case .notFound:
+                throw .notFound("no list in progress is named \(EchoedText.cut(name))")
+            case .forbidden(let owner):
+                // Cut: the name is the client's text (the log escapes it; the reply cuts it too).
+                services.logger.notice(
+                    "refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))",
+                    metadata: ["list": "\(name)", "peer": "\(peer)"])
+                let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
+                throw .forbidden(
+                    "list \(EchoedText.cut(name)) was dropped by \(whose); cancelling another user's list is allowed only to "
+                        + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+            }
+        }
+        let url = try url()
+        // 1 when a download of the URL was queued, running or waiting for a retry; 0 when none was.
+        let cancelled = await services.downloader.cancelDownload(of: url)
+        logChange("cancel: \(EchoedText.cut(url.normalized))\(cancelled ? "" : ", nothing to cancel")")
+        return ["cancelled": cancelled ? 1 : 0]
+    }
+
+    /// Failures in pages of `limit` (default and most 1,000), from `after` (a cursor from an
+    /// earlier page's `next`); `next` is null on the last page.
+    func failed() async throws(ControlError) -> JSONValue {
+        let limit = try request.int("limit", default: Self.failurePageLimit, in: 1...Self.failurePageLimit)
+        let after = try request.optionalString("after").map { text throws(ControlError) in try FailureCursor(token: text, field: "after") }
+        if let name = try request.optionalString("list") {
+            let seq: Int
+            switch after {
+            case nil: seq = 0
+            case .listSeq(let value): seq = value
+            case .url: throw .invalidArgument(field: "after", reason: "a cursor of the remembered failures, not of a list's")
+            }
+            // One more than asked, to know whether a next page exists.
+            guard let page = services.spool.failures(list: name, afterSeq: seq, limit: limit + 1) else {
+                throw .notFound("no list is named \(EchoedText.cut(name))")
+            }
+            let shown = page.prefix(limit)
+            let next = page.count > limit ? shown.last.map { JSONValue.string(FailureCursor.listSeq($0.seq).token) } : nil
+            return ["failures": .array(shown.map {
+                [
+                    "url": .string($0.failure.url), "code": .string($0.failure.code), "message": .string($0.failure.message),
+                    "list": .string(name), "line": JSONValue($0.failure.line),
+                ]
+            }), "next": next ?? .null]
+        }
+        let url: String?
+        switch after {
+        case nil: url = nil
+        case .url(let value): url = value
+        case .listSeq: throw .invalidArgument(field: "after", reason: "a cursor of a list's failures, not of the remembered ones")
+        }
+        let page = await services.downloader.rememberedFailures(after: url, limit: limit)
+        let next = page.hasMore ? page.failures.last.map { JSONValue.string(FailureCursor.url($0.url).token) } : nil
+        return ["failures": .array(page.failures.map {
+            ["url": .string($0.url), "code": .string($0.error.code), "message": .string($0.error.message)]
+        }), "next": next ?? .null]
+    }
+
+    /// Failures in one `failed` reply, at most and by default.
+    static let failurePageLimit = 1_000
+
+    func retry() async throws(ControlError) -> JSONValue {
+        if let name = try request.optionalString("list") {
+            guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
+            logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
+            return ["requeued": JSONValue(requeued)]
+        }
+        if request.value("url") != nil {
+            let url = try url()
+            let limit = services.config.withLock { $0.heldRequestLimit }
+            services.downloader.forgetFailures(of: url)
+            guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: outcomeReporter())
+            else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
+            logChange("retry: \(EchoedText.cut(url.normalized))")
+            return ["requeued": 1]
+        }
+        try requirePrivilege(for: "retry of every remembered failure (no url, no list)")
+        let remembered = await services.downloader.rememberedFailures()
+        // Checked before the failures are forgotten (a refused retry must leave them as they
+        // were); another request may still take the room meanwhile, which the limit tolerates.
+        let limit = services.config.withLock { $0.heldRequestLimit }
+        let rememberedBytes = remembered.reduce(0) { $0 + $1.url.utf8.count }
+        guard services.downloader.heldRequests + remembered.count <= limit.requests,
+            services.downloader.heldRequestBytes + rememberedBytes <= limit.bytes
+        else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
+        services.downloader.forgetFailures()
+        let urls = remembered.compactMap { try? ImageURL($0.url) }
+        services.downloader.prefetch(urls, submitter: .interactive, priority: .prefetch, handler: outcomeReporter())
+        logChange("retry: \(urls.count) remembered failures")
+        return ["requeued": JSONValue(urls.count)]
+    }
+
+
+    static func json(_ record: ListRecord) -> JSONValue {
+        [
+            "name": .string(record.name), "state": .string(record.state.rawValue), "total": JSONValue(record.total),
+            "cached": JSONValue(record.cached), "already_cached": JSONValue(record.alreadyCached),
+            "failed": JSONValue(record.failed), "pending": JSONValue(record.pending), "bytes": JSONValue(record.bytes),
+            "claimed_at": JSONValue(record.claimedAt), "format": .string(record.format),
+        ]
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdProtocol
+import ImgdStore
+import Logging
+
+extension DaemonCommands {
+    func status() -> JSONValue {
+        let config = services.config.withLock { $0 }
+        let budget = services.disk.budget.snapshot
+        let downloads = services.downloader.statistics
+        let memory = services.memory.statistics
+        let totals = (try? services.disk.index.totals()) ?? (entries: 0, bytes: 0)
+        let pinned = (try? services.disk.index.pinnedBytes(now: WallClock.nowMilliseconds())) ?? 0
+        let lists = services.spool.progress
+        let pressureSource = services.pressure.monitor.activeSource
+        return [
+            "version": .string(ImgdVersion.string), "pid": JSONValue(getpid()),
+            "uptime_s": JSONValue(Double((ContinuousClock.now - services.startedAt).components.seconds)),
+            "queued": JSONValue(downloads.queued + downloads.waitingRetry), "in_flight": JSONValue(downloads.running),
+            "lists_active": JSONValue(lists.lists), "spool": .string(config.spool),
+            "cache": [
+                "bytes": JSONValue(budget.stored), "entries": JSONValue(totals.entries), "limit": JSONValue(budget.limit),
+                "pinned_bytes": JSONValue(pinned), "path": .string(config.cache),
+            ],
+            "memory": [
+                "bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes),
+                "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
+            ],
+            "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
+        ]
+    }
+
+    func stats() -> JSONValue {
+        let downloads = services.downloader.statistics
+        let memory = services.memory.statistics
+        let counters = services.counters.values
+        let evictions = services.disk.evictions
+        let evicted = [EvictionReason.size, .space, .command].reduce(0) { $0 + evictions.total($1).files }
+        return [
+            "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
+            "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
+            "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
+            "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
+            "preempted": JSONValue(downloads.preempted), "paced_out": JSONValue(downloads.pacedOut),
+            "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
+            "disk": [
+                "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),
+                "evicted": JSONValue(evicted), "expired": JSONValue(evictions.total(.age).files),
+            ],
+            "gets": JSONValue(counters.gets), "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "events_dropped": JSONValue(services.events.droppedCount),
+        ]
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdProtocol
+import ImgdStore
+import Logging
+
+/// One request being answered.
+struct DaemonCommands {
+    let services: DaemonServices
+    let request: ControlRequest
+
+    /// The features `hello` announces.
+    static let features = ["subscribe", "pin", "data"]
+
+    /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
+    func answerAtOnce() throws(ControlError) -> JSONValue? {
+        switch request.command {
+        case "hello": hello()
+        case "ping": ["pong": true]
+        case "get": try cachedImage(tier: .memory)
+        default: nil
+        }
+    }
+
+    func run() async throws(ControlError) -> JSONValue {
+        switch request.command {
+        case "hello": hello()
+        case "ping": ["pong": true]
+        case "status": status()
+        case "add": try add()
+        case "get": try await get()
+        case "evict": try evict()
+        case "purge": try await purge()
+        case "lists": ["lists": .array(services.spool.lists().map(Self.json))]
+        case "cancel": try await cancel()
+        case "failed": try await failed()
+        case "retry": try await retry()
+        case "stats": stats()
+        case "fsck": try await fsck()
+        default: throw .unknownCommand(request.command)
+        }
+    }
+
+    func logChange(_ what: String) {
+        services.logger.info("\(what) (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
+    }
+
+    /// Who may run the destructive commands, with the admin group of the running settings.
+    var authority: CommandAuthority {
+        CommandAuthority(adminGroup: services.config.withLock { $0.adminGroup })
+    }
+
+    /// Throws `forbidden` (and logs the refusal) unless the peer may run the destructive `what`.
+    func requirePrivilege(for what: String) throws(ControlError) {
+        do {
+            try authority.require(request.peer, for: what)
+        } catch {
+            services.logger.notice("refused \(what): forbidden (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
+            throw error
+        }
+    }
+
+    func url(_ field: String = "url") throws(ControlError) -> ImageURL {
+        let text = try request.string(field)
+        do {
+            return try ImageURL(text)
+        } catch {
+            throw .invalidArgument(field: field, reason: "\(error)")
+        }
+    }
+
+    func hello() -> JSONValue {
+        ["protocol": 1, "version": .string(ImgdVersion.string), "features": JSONValue(Self.features)]
+    }
+}

@@ -1,0 +1,59 @@
+import ImgdCore
+import ImgdNetwork
+import ImgdProtocol
+
+/// The one place where what became of a URL reaches clients besides their own reply: every
+/// failure, whoever asked for the URL (a list, `add`, `retry` or `get`), is counted by its code
+/// for `stats.failures` and published as a `failed` event; every download is published as a
+/// `fetched` event. The spool's list events go out from here too.
+final class OutcomeRecorder: Sendable {
+    let events: EventHub
+    let counters: DaemonCounters
+
+    init(events: EventHub, counters: DaemonCounters) {
+        self.events = events
+        self.counters = counters
+    }
+
+    /// A URL's image was downloaded and cached.
+    func fetched(url: String, bytes: Int, format: String) {
+        events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes), "format": .string(format)])
+    }
+
+    /// A URL failed with `code`.
+    func failed(url: String, code: String, message: String) {
+        counters.update { $0.failuresByCode[code, default: 0] += 1 }
+        events.publish("failed", data: ["url": .string(url), "code": .string(code), "message": .string(message)])
+    }
+
+    /// What the downloader answered for `url`: a download (not an image found on disk) is
+    /// `fetched`, a failure `failed`.
+    func record(_ url: ImageURL, _ result: Result<CachedImage, DownloadError>) {
+        switch result {
+        case .success(let image):
+            guard image.source == .network, let download = image.download else { return }
+            fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue)
+        case .failure(let error):
+            failed(url: url.normalized, code: error.code, message: error.message)
+        }
+    }
+
+    /// A spool event, as subscribers see it.
+    func publish(_ event: SpoolEvent) {
+        switch event {
+        case .listClaimed(let name, let total):
+            events.publish("list_claimed", data: ["name": .string(name), "total": JSONValue(total)])
+        case .listDone(let record):
+            events.publish("list_done", data: [
+                "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
+                "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
+            ])
+        case .fetched(let url, let bytes, let format):
+            fetched(url: url, bytes: bytes, format: format)
+        case .failed(let url, let code, let message):
+            failed(url: url, code: code, message: message)
+        case .refused:
+            break
+        }
+    }
+}
