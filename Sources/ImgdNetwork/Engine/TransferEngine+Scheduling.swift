@@ -1,0 +1,306 @@
+import HeapModule
+
+/// What the engine runs next: admitting and coalescing requests, queue order under the global
+/// and per-host caps, starting transfers, preemption (on-demand first, fair shares between
+/// lists), transfers ended for their pace, and retries with their back-off.
+extension TransferEngine {
+    // MARK: - Admission
+
+    func accept(_ token: FetchToken) {
+        if token.isCancelled {
+            token.answer(.failure(.cancelled))
+            return
+        }
+        if let remembered = failures.failure(for: token.key, now: .now) {
+            counters.rememberedFailures += 1
+            publishStatistics()
+            token.answer(.failure(remembered.error))
+            return
+        }
+        if let job = jobs[token.key] {
+            counters.coalesced += 1
+            job.waiters.append(token)
+            if token.priority > job.priority {
+                job.priority = token.priority
+                // The old entry stays behind in the lower level; whichever is taken first starts
+                // the job and the other is dropped as no longer queued.
+                if job.state == .queued { queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter) }
+            }
+            return
+        }
+        jobSerial += 1
+        let job = Job(first: token, serial: jobSerial)
+        jobs[token.key] = job
+        queue.enqueue(job, priority: job.priority, submitter: job.submitter)
+    }
+
+    func cancelWait(_ token: FetchToken) {
+        guard let job = jobs[token.key], let index = job.waiters.firstIndex(where: { $0 === token }) else {
+            token.answer(.failure(.cancelled))
+            return
+        }
+        job.waiters.remove(at: index)
+        // The last waiter leaving ends the job before it is answered: its transfer is stopped and
+        // its temp file gone by then, so a caller told "cancelled" finds nothing left behind.
+        if job.waiters.isEmpty { finish(job, .failure(.cancelled)) }
+        token.answer(.failure(.cancelled))
+    }
+
+    // MARK: - Starting
+
+    /// Bodies allowed to wait for the publisher before transfers stop starting: enough to keep
+    /// it busy, few enough that memory stays bounded (each holds at most one 64 KiB buffer, so
+    /// 4 MiB at 64). Not fewer than 64 whatever the cap: with 16 (the cap's value at 16), the
+    /// engine stopped at 16 waiting bodies and restarted at 8, and the publisher ran dry while
+    /// the restarted transfers made their round trips — warming 20,000 small images at cap 16
+    /// took 2.3–3.0 s instead of 1.8–2.1 s (bench/README.md).
+    private var publishBacklog: Int { max(64, policy.maxParallel) }
+
+    func startTransfers(now: ContinuousClock.Instant) {
+        if isQueueStalled {
+            // Nothing could start at the last look and nothing has changed since but the clock.
+            guard let lapse = stallLapsesAt, now >= lapse else { return }
+            isQueueStalled = false
+        }
+        while true {
+            if publisher.backlog >= publishBacklog {
+                publisher.wakeWhenBacklog(reaches: publishBacklog / 2)
+                return
+            }
+            if running.count < policy.maxParallel {
+                if let job = queue.next(
+                    isLive: { $0.state == .queued },
+                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
+                {
+                    start(job)
+                    continue
+                }
+                if startOnDemandByPreempting(now: now) { continue }
+                noteStall(now: now)
+                return
+            }
+            if startOnDemandByPreempting(now: now) { continue }
+            return
+        }
+    }
+
+    // MARK: - Sharing the slots
+
+    /// An on-demand request never waits behind prefetches for a slot: when the caps hold back a
+    /// queued on-demand job, a running prefetch gives way — one on the job's host if that host
+    /// is at its cap, else any — preferring one not preempted before, then the one with the
+    /// fewest bytes received, so the least work is lost. Only a job for which such a prefetch
+    /// exists is picked: one held back by on-demand transfers waits without blocking the others
+    /// behind it. A URL the address policy refuses is started (and so refused at once) without
+    /// taking anyone's slot. Returns true when it started an on-demand job.
+    private func startOnDemandByPreempting(now: ContinuousClock.Instant) -> Bool {
+        // Called whenever nothing else could start (every turn while the slots are full): the
+        // common case, no on-demand job at all, costs one test.
+        guard queue.hasEntries(at: .onDemand) else { return false }
+        var prefetchHosts = Set<String>()
+        for transfer in running.values where transfer.job.priority < .onDemand {
+            prefetchHosts.insert(transfer.job.url.hostKey)
+        }
+        let globalFull = running.count >= policy.maxParallel
+        var refused = false
+        guard let job = queue.next(
+            priority: .onDemand, isLive: { $0.state == .queued },
+            canStart: { job in
+                let host = job.url.hostKey
+                guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
+                refused = self.policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil
+                if refused { return true }
+                if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
+                return !globalFull || !prefetchHosts.isEmpty
+            })
+        else { return false }
+        let host = job.url.hostKey
+        let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
+        // `refused` is the picked job's: the scan stops at the first job it accepts.
+        if !refused, hostFull || globalFull {
+            let victim = running.values
+                .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }
+                .min { ($0.job.preemptions, $0.bytesReceived) < ($1.job.preemptions, $1.bytesReceived) }
+            // The pick above made sure there is one.
+            if let victim { preempt(victim) }
+        }
+        start(job)
+        return true
+    }
+
+    /// One list cannot hold every slot for long while another waits: when all slots are taken
+    /// and a list with queued work runs fewer than its fair share (the slots divided among the
+    /// lists with work), a transfer of a list above its share that has run longer than
+    /// `policy.fairShareGrace` gives way to it — on the waiting job's host when that host is at
+    /// its cap. A job gives way for fairness once at most: a large slow body is not restarted
+    /// forever. One hand-over per check, every 250 ms at most.
+    func shareSlotsFairly(now: ContinuousClock.Instant) {
+        guard now >= nextShareCheck else { return }
+        nextShareCheck = now + Self.shareCheckInterval
+        guard running.count >= policy.maxParallel else { return }
+        let waiting = queue.submitters(at: .prefetch)
+        guard !waiting.isEmpty else { return }
+        var runningBySubmitter: [SubmitterID: Int] = [:]
+        for transfer in running.values where transfer.job.priority == .prefetch {
+            runningBySubmitter[transfer.job.submitter, default: 0] += 1
+        }
+        let share = max(1, policy.maxParallel / Set(runningBySubmitter.keys).union(waiting).count)
+        let candidates = running.values.filter {
+            $0.job.priority == .prefetch && $0.job.preemptions == 0
+                && runningBySubmitter[$0.job.submitter, default: 0] > share
+                && now - $0.startedAt >= policy.fairShareGrace
+        }
+        guard !candidates.isEmpty else { return }
+        let candidateHosts = Set(candidates.map { $0.job.url.hostKey })
+        for submitter in waiting where runningBySubmitter[submitter, default: 0] < share {
+            let job = queue.next(
+                priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
+                canStart: {
+                    let host = $0.url.hostKey
+                    return !self.publishingKeys.contains($0.key) && !self.isBackingOff(host, now: now)
+                        && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
+                })
+            guard let job else { continue }
+            let host = job.url.hostKey
+            let onHost = !hostCanStart(host, now: now)
+            let victim = candidates
+                .filter { !onHost || $0.job.url.hostKey == host }
+                .min { $0.bytesReceived < $1.bytesReceived }!
+            preempt(victim)
+            start(job)
+            return
+        }
+    }
+
+    /// How often ``shareSlotsFairly(now:)`` and ``endHopelessTransfers(now:)`` look.
+    static let shareCheckInterval: Duration = .milliseconds(250)
+    static let paceCheckInterval: Duration = .milliseconds(500)
+
+    /// Ends every transfer whose pace cannot finish its declared body within the attempt's time
+    /// (``TransferPace``), as a timeout, instead of letting it hold its slot to the end.
+    func endHopelessTransfers(now: ContinuousClock.Instant) {
+        guard now >= nextPaceCheck else { return }
+        nextPaceCheck = now + Self.paceCheckInterval
+        for transfer in Array(running.values) {
+            guard let reason = TransferPace.shortfall(
+                received: transfer.bytesReceived, declared: transfer.declaredLength,
+                bodyStartedAt: transfer.bodyStartedAt, startedAt: transfer.startedAt, now: now,
+                timeout: transfer.totalTimeout)
+            else { continue }
+            let job = transfer.job
+            detach(transfer)
+            counters.pacedOut += 1
+            settle(job, .failure(.timeout(reason)))
+        }
+    }
+
+    /// Takes a running prefetch off its slot and puts its job back at the front of its list's
+    /// queue: not failed, and the attempt is not counted.
+    private func preempt(_ transfer: Transfer) {
+        let job = transfer.job
+        detach(transfer)
+        job.attempts -= 1
+        job.preemptions += 1
+        move(job, to: .queued)
+        queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
+        counters.preempted += 1
+    }
+
+    /// Stops a running transfer and frees its slot: libcurl lets go of the handle, the temp file
+    /// and the space held go, and the job is left to the caller.
+    func detach(_ transfer: Transfer) {
+        isQueueStalled = false
+        running[transfer.easy.handle] = nil
+        multi?.remove(transfer.easy)
+        hosts[transfer.job.url.hostKey]?.running -= 1
+        transfer.discard()
+        transfer.job.transfer = nil
+    }
+
+    private func isBackingOff(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
+        guard let until = hosts[hostKey]?.blockedUntil else { return false }
+        return until > now
+    }
+
+    /// The queue had no job that may start (empty, or every job scanned waits for a host at its
+    /// cap or backing off): skip looking again until something changes — a command (a new job,
+    /// new limits), a transfer ending (a freed slot), a retry coming due — or a host's back-off
+    /// ends. With one host and more global slots than its cap (the default 8 and 4), every
+    /// turn of the loop would otherwise scan up to ``TransferQueue/scanWindow`` blocked jobs.
+    private func noteStall(now: ContinuousClock.Instant) {
+        isQueueStalled = true
+        stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
+    }
+
+    private func hostCanStart(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
+        guard let host = hosts[hostKey] else { return true }
+        if let until = host.blockedUntil, until > now { return false }
+        return host.running < policy.maxPerHost
+    }
+
+    /// Starts `job` on a fresh easy handle. A handle whose set-up fails goes with the job's
+    /// failure: it is never added, pooled or seen by another transfer.
+    private func start(_ job: Job) {
+        job.attempts += 1
+        // A URL whose host is a literal address the policy refuses goes no further: no handle, no
+        // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
+        // at connect time does.
+        if let reason = policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) {
+            counters.started += 1
+            finish(job, .failure(.policyDenied(reason)))
+            return
+        }
+        let easy: CurlEasy
+        do throws(CurlSetupError) {
+            easy = try CurlEasy(share: share)
+        } catch {
+            finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
+            return
+        }
+        let transfer = Transfer(
+            job: job, easy: easy, disk: disk, policy: policy,
+            askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
+            makeSpill: publisher.makeSpill)
+        do {
+            try transfer.configure(policy)
+        } catch {
+            finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")), remember: false)
+            return
+        }
+        guard multi!.add(easy) else {
+            finish(job, .failure(.network("libcurl could not add the transfer")), remember: false)
+            return
+        }
+        move(job, to: .running)
+        job.transfer = transfer
+        running[easy.handle] = transfer
+        hosts[job.url.hostKey, default: HostState()].running += 1
+        counters.started += 1
+    }
+
+    // MARK: - Retries
+
+    func scheduleRetry(_ job: Job, after error: DownloadError) {
+        let now = ContinuousClock.now
+        var retryAfter: Duration?
+        if case .http(let status, let after?) = error, status == 429 || status == 503 {
+            retryAfter = min(after, policy.retry.maxRetryAfter)
+            hosts[job.url.hostKey, default: HostState()].blockedUntil = now + retryAfter!
+        }
+        let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
+        move(job, to: .waitingRetry)
+        retrySerial += 1
+        retries.insert(RetryEntry(readyAt: now + delay, serial: retrySerial, job: job))
+        counters.retries += 1
+    }
+
+    func releaseDueRetries(now: ContinuousClock.Instant) {
+        while let first = retries.min, first.readyAt <= now {
+            let entry = retries.removeMin()
+            guard entry.job.state == .waitingRetry else { continue }
+            isQueueStalled = false
+            move(entry.job, to: .queued)
+            queue.enqueueFirst(entry.job, priority: entry.job.priority, submitter: entry.job.submitter)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import ImgdCore
+
+/// A body that arrived whole, with what the response said about it: what the publisher needs to
+/// validate it and give it its final name, moved off the transfer loop in one piece.
+///
+/// `@unchecked Sendable`: ownership moves — the loop hands it over and keeps no reference to
+/// its buffer or spill; afterwards only the publisher touches it (on its spill's lane, then on
+/// its queue, one after the other).
+final class ArrivedBody: @unchecked Sendable {
+    let url: ImageURL
+    let key: CacheKey
+    /// Identifies the job it belongs to, so a late result for a cancelled job is recognised.
+    let jobSerial: UInt64
+    /// Bytes not yet handed to `spill` (all of them, for a body that fit in memory).
+    let buffer: [UInt8]
+    /// The rest, written and hashed on a spill lane, for a body larger than the buffer.
+    let spill: BodySpill?
+    let bytes: Int
+    /// The space held for this body; released once its row is committed (it is then counted as
+    /// stored) or when it fails.
+    let reservation: SpaceReservation
+    let finalURL: String
+    let status: Int
+    let etag: String?
+    let lastModified: String?
+    let contentType: String?
+    let duration: Duration
+    let attempts: Int
+
+    init(
+        url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
+        reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
+        contentType: String?, duration: Duration, attempts: Int
+    ) {
+        self.url = url
+        self.key = key
+        self.jobSerial = jobSerial
+        self.buffer = buffer
+        self.spill = spill
+        self.bytes = bytes
+        self.reservation = reservation
+        self.finalURL = finalURL
+        self.status = status
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentType = contentType
+        self.duration = duration
+        self.attempts = attempts
+    }
+}
