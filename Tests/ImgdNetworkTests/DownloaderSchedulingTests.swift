@@ -286,6 +286,21 @@ struct DownloaderRetryTests {
         }
     }
 
+    @Test("hosts are forgotten once idle: after fetching from three hosts, the engine keeps state for none of them")
+    func idleHostsForgotten() async throws {
+        try await withFixture { fixture in
+            var others: [TestHTTPServer] = []
+            for _ in 0..<2 { others.append(try await TestHTTPServer.start()) }
+            _ = try await fixture.downloader.fetch(fixture.url("/img/here.png"))
+            for (index, other) in others.enumerated() {
+                _ = try await fixture.downloader.fetch(ImageURL(other.url("/img/there-\(index).png")))
+            }
+            #expect(await eventually { fixture.downloader.statistics.succeeded == 3 })
+            #expect(fixture.downloader.statistics.hosts == 0, "hosts kept: \(fixture.downloader.statistics.hosts)")
+            for other in others { try await other.shutdown() }
+        }
+    }
+
     @Test("429 with Retry-After holds the host until then: another URL on it waits, another host does not")
     func retryAfter() async throws {
         // One log of arrivals over both hosts: the order is what the servers saw.

@@ -28,6 +28,8 @@ final class Transfer {
     }
 
     let job: Job
+    /// Unique per engine: tells this transfer from another of the same job (a retry, a restart).
+    let serial: UInt64
     let easy: CurlEasy
     let startedAt: ContinuousClock.Instant
     /// Where the body goes once it outgrows the buffer.
@@ -85,12 +87,13 @@ final class Transfer {
     static let undeclaredStart = 16 * 1024
 
     init(
-        job: Job, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy,
+        job: Job, serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy,
         askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
         self.makeSpill = makeSpill
         self.askForRoom = askForRoom
         self.job = job
+        self.serial = serial
         self.easy = easy
         self.reservation = SpaceReservation(budget: disk.budget)
         self.maxBodyBytes = policy.maxBodyBytes

@@ -10,7 +10,7 @@ extension TransferEngine {
         multi!.remove(transfer.easy)
         let job = transfer.job
         job.transfer = nil
-        hosts[job.url.hostKey]?.running -= 1
+        releaseHostSlot(job.url.hostKey)
         // The handle goes with the transfer once `conclude` has read what it needs from it.
         let arrival = conclude(transfer, result: result)
         switch arrival {
@@ -20,7 +20,7 @@ extension TransferEngine {
             // More bodies are coming while transfers run or jobs wait for a slot (the loop may be
             // holding them back for the publisher's backlog): this row may wait to share their
             // index transaction.
-            let queued = jobs.count - running.count - waitingRetryCount - publishingCount
+            let queued = jobs.count - running.count - waitingRetryCount - publishingCount - waitingForSpaceCount
             publishingKeys.insert(job.key)
             publisher.publish(body, moreExpected: !running.isEmpty || queued > 0)
         case .failure(let error):

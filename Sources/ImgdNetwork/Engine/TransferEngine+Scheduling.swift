@@ -212,9 +212,22 @@ extension TransferEngine {
         isQueueStalled = false
         running[transfer.easy.handle] = nil
         multi?.remove(transfer.easy)
-        hosts[transfer.job.url.hostKey]?.running -= 1
+        releaseHostSlot(transfer.job.url.hostKey)
         transfer.discard()
         transfer.job.transfer = nil
+    }
+
+    /// A transfer to `hostKey` ended: its slot is free. A host with nothing running and no
+    /// back-off pending is forgotten, so the table holds the hosts in use, not every host a
+    /// long-running daemon ever fetched from (it is scanned on every turn of the loop).
+    func releaseHostSlot(_ hostKey: String) {
+        guard var host = hosts[hostKey] else { return }
+        host.running -= 1
+        if host.running <= 0, (host.blockedUntil ?? .now) <= .now {
+            hosts[hostKey] = nil
+        } else {
+            hosts[hostKey] = host
+        }
     }
 
     private func isBackingOff(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
@@ -229,6 +242,9 @@ extension TransferEngine {
     /// turn of the loop would otherwise scan up to ``TransferQueue/scanWindow`` blocked jobs.
     private func noteStall(now: ContinuousClock.Instant) {
         isQueueStalled = true
+        // Hosts whose back-off lapsed with nothing running are forgotten here (their last
+        // transfer ended while they were still backing off).
+        hosts = hosts.filter { $0.value.running > 0 || ($0.value.blockedUntil ?? now) > now }
         stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
@@ -257,8 +273,9 @@ extension TransferEngine {
             finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
             return
         }
+        lastTransferSerial += 1
         let transfer = Transfer(
-            job: job, easy: easy, disk: disk, policy: policy,
+            job: job, serial: lastTransferSerial, easy: easy, disk: disk, policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
         do {

@@ -6,8 +6,9 @@ extension TransferEngine {
 
     func publishStatistics() {
         counters.running = running.count
-        counters.queued = jobs.count - running.count - waitingRetryCount - publishingCount
+        counters.queued = jobs.count - running.count - waitingRetryCount - publishingCount - waitingForSpaceCount
         counters.waitingRetry = waitingRetryCount
+        counters.hosts = hosts.count
         let current = counters
         statistics.withLock { $0 = current }
     }

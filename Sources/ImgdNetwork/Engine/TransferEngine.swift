@@ -44,8 +44,8 @@ final class TransferEngine: @unchecked Sendable {
         /// The publisher's verdict on a job's body.
         case published([PublishOutcome])
         /// The cache's answer to a transfer's request for room (``DiskCache/reserveRoom(_:settlingFirst:reply:)``):
-        /// the job, its attempt, and the bytes now reserved for it, or refused.
-        case roomAnswered(CacheKey, jobSerial: UInt64, attempt: Int, bytes: Int, granted: Bool)
+        /// the job, the transfer that asked, and the bytes now reserved for it, or refused.
+        case roomAnswered(CacheKey, transferSerial: UInt64, bytes: Int, granted: Bool)
         /// The cache evicted for a job whose write found the filesystem full: it tries again.
         case spaceFreed(CacheKey, jobSerial: UInt64)
         case stop
@@ -102,6 +102,11 @@ final class TransferEngine: @unchecked Sendable {
     private(set) var waitingRetryCount = 0
     /// Jobs whose body is with the publisher.
     private(set) var publishingCount = 0
+    /// Jobs waiting for the cache to free space after their write found the filesystem full.
+    private(set) var waitingForSpaceCount = 0
+    /// The serial of the last transfer started: a transfer's own, so that an answer meant for an
+    /// earlier transfer of the same job is never taken for its.
+    var lastTransferSerial: UInt64 = 0
     /// Keys whose body is with the publisher, until its outcome comes back, also when the job
     /// was cancelled meanwhile. A new transfer for such a key waits: a body under 64 KiB is
     /// published on the publisher's queue and a larger one on a spill lane, and two bodies of
@@ -255,10 +260,11 @@ final class TransferEngine: @unchecked Sendable {
                 of: failures.live(now: now), after: after, limit: limit))
         case .published(let outcomes):
             for outcome in outcomes { published(outcome) }
-        case .roomAnswered(let key, let serial, let attempt, let bytes, let granted):
-            // The transfer may have ended meanwhile (cancelled, timed out, stopped): then the
-            // bytes granted for it go back.
-            guard let transfer = jobs[key]?.transfer, transfer.job.serial == serial, transfer.job.attempts == attempt,
+        case .roomAnswered(let key, let transferSerial, let bytes, let granted):
+            // The transfer may have ended meanwhile (cancelled, timed out, preempted, stopped):
+            // then the bytes granted for it go back. Another transfer of the same job (a retry,
+            // or a restart after preemption) is told apart by its own serial.
+            guard let transfer = jobs[key]?.transfer, transfer.serial == transferSerial,
                 case .waiting = transfer.room
             else {
                 if granted { disk.budget.release(bytes) }
@@ -275,14 +281,14 @@ final class TransferEngine: @unchecked Sendable {
     }
 
     /// Posts a transfer's request for room to the cache, which makes it on its own queue; the
-    /// answer comes back as ``Command/roomAnswered(_:jobSerial:attempt:bytes:granted:)``. Until
+    /// answer comes back as ``Command/roomAnswered(_:transferSerial:bytes:granted:)``. Until
     /// then the transfer is paused and the loop serves the others.
     func askForRoom(_ transfer: Transfer, bytes: Int) {
-        let key = transfer.job.key, serial = transfer.job.serial, attempt = transfer.job.attempts
+        let key = transfer.job.key, serial = transfer.serial
         let publisher = publisher!, budget = disk.budget
         counters.roomRequests += 1
         disk.reserveRoom(bytes, settlingFirst: { publisher.settle() }) { [weak self] granted in
-            let sent = self?.send(.roomAnswered(key, jobSerial: serial, attempt: attempt, bytes: bytes, granted: granted)) ?? false
+            let sent = self?.send(.roomAnswered(key, transferSerial: serial, bytes: bytes, granted: granted)) ?? false
             if !sent, granted { budget.release(bytes) }
         }
     }
@@ -292,12 +298,14 @@ final class TransferEngine: @unchecked Sendable {
         switch job.state {
         case .waitingRetry: waitingRetryCount -= 1
         case .publishing: publishingCount -= 1
-        case .queued, .running, .waitingForSpace, .finished: break
+        case .waitingForSpace: waitingForSpaceCount -= 1
+        case .queued, .running, .finished: break
         }
         switch state {
         case .waitingRetry: waitingRetryCount += 1
         case .publishing: publishingCount += 1
-        case .queued, .running, .waitingForSpace, .finished: break
+        case .waitingForSpace: waitingForSpaceCount += 1
+        case .queued, .running, .finished: break
         }
         job.state = state
     }
@@ -344,6 +352,8 @@ final class TransferEngine: @unchecked Sendable {
             case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
             // Nothing is cancelled by a stopping engine's leftovers but what stopping cancels anyway.
             case .cancelURL(_, let reply?): reply(false)
+            // Room granted to a transfer that stopping ends: the bytes go back.
+            case .roomAnswered(_, _, let bytes, granted: true): disk.budget.release(bytes)
             default: break
             }
         }
