@@ -38,7 +38,7 @@ extension DaemonServices {
                 "too many open files"; lower max-parallel or raise the limit
                 """)
         }
-        spool.update(limits: applied.spoolLimits)
+        await spool.update(limits: applied.spoolLimits)
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it

@@ -160,7 +160,7 @@ final class DaemonServices: Sendable {
         services.checkDiskSpace()
 
         do {
-            try spool.start()
+            try await spool.start()
         } catch {
             await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
@@ -214,10 +214,10 @@ final class DaemonServices: Sendable {
     /// Undoes a start that failed once the index was open: stops what was started and closes the
     /// index cleanly, as a stop would.
     private func abandonStart() async {
-        spool.stop()
+        await spool.stop()
         await server.stop()
         _ = await downloader.shutdown(within: Daemon.stopDeadline)
-        spool.finalFlush()
+        await spool.finalFlush()
         do {
             try disk.close()
         } catch {

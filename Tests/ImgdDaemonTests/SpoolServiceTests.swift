@@ -48,7 +48,7 @@ struct SpoolServiceTests {
 
         var spoolPath: String { folder + "/spool" }
 
-        init() throws {
+        init() async throws {
             let folder = try ListStoreOwnerTests.scratch()
             let store = try ListStore(path: folder + "/state.sqlite")
             let disk = try DiskCache(root: folder + "/cache")
@@ -59,30 +59,30 @@ struct SpoolServiceTests {
             let events = Events()
             self.logger = logger
             self.events = events
-            running = Locked(try Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events))
+            running = Locked(try await Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events))
         }
 
-        private static func service(folder: String, store: ListStore, disk: DiskCache, logger: Logger, events: Events) throws
+        private static func service(folder: String, store: ListStore, disk: DiskCache, logger: Logger, events: Events) async throws
             -> (downloader: Downloader, spool: SpoolService)
         {
             let downloader = try Downloader(cache: disk, policy: DownloadPolicy())
             let spool = try SpoolService(
                 path: folder + "/spool", store: store, downloader: downloader, disk: disk, logger: logger,
                 onEvent: { events.append($0) })
-            try spool.start()
+            try await spool.start()
             return (downloader, spool)
         }
 
         /// Stops the service as the daemon does (spool, then transfers, then the last outcomes).
         func stop() async {
-            spool.stop()
+            await spool.stop()
             await downloader.shutdown()
-            spool.finalFlush()
+            await spool.finalFlush()
         }
 
         /// A new service on the same folders and database: what a restart runs.
-        func restart() throws {
-            let service = try Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events)
+        func restart() async throws {
+            let service = try await Self.service(folder: folder, store: store, disk: disk, logger: logger, events: events)
             running.withLock { $0 = service }
         }
 
@@ -115,7 +115,7 @@ struct SpoolServiceTests {
 
     static func withFixture(_ body: (Fixture, TestHTTPServer) async throws -> Void) async throws {
         let server = try await TestHTTPServer.start()
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         do {
             try await body(fixture, server)
         } catch {
@@ -220,7 +220,7 @@ struct SpoolServiceTests {
             #expect(fixture.events.done("resume.txt").isEmpty)
 
             server.openGate("spool-resume")
-            try fixture.restart()
+            try await fixture.restart()
             let record = try #require(await fixture.finished("resume.txt"))
             #expect(record.state == .done && record.cached == 13 && record.failed == 0)
             for target in quick { #expect(server.requestCount(target) == 1, "\(target) was fetched again") }

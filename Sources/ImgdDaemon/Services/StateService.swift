@@ -15,7 +15,7 @@ struct StateService: Service {
 
     func run() async {
         try? await gracefulShutdown()
-        spool.finalFlush()
+        await spool.finalFlush()
         do {
             try disk.close()
         } catch {

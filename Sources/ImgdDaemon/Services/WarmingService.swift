@@ -22,7 +22,7 @@ struct WarmingService: Service {
     func run() async {
         try? await gracefulShutdown()
         notifier.stopping()
-        spool.stop()
+        await spool.stop()
         await server.stopAccepting()
         if await !downloader.shutdown(within: Daemon.stopDeadline) {
             logger.warning("transfers did not stop within \(Daemon.stopDeadline); exiting anyway")

@@ -1,0 +1,117 @@
+import Dispatch
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The spool's commands (`cancel`, `retry`, `lists`, `failed`) and what status lines read.
+extension SpoolService {
+    /// Applies new limits (a reload) to the claims that start after this.
+    public func update(limits: SpoolLimits) {
+        self.limits = limits
+        claimer?.update(limits: limits)
+    }
+
+    /// Cancels the list in progress named `name` — one being warmed, or one still being claimed
+    /// (its claim stops; what was read is failed as cancelled) — if `mayCancel` allows it for the
+    /// uid that owned the list's file (nil: not recorded).
+    public func cancel(list name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool = { _ in true }) async
+        -> ListCancellation
+    {
+        let warming = await cancelRun(named: name, if: mayCancel)
+        guard warming == .notFound else { return warming }
+        let claiming = await claimer?.cancel(named: name, if: mayCancel) ?? .notFound
+        guard claiming == .notFound else { return claiming }
+        // Claimed between the two looks: the claimer hands a list over before it forgets it.
+        return await cancelRun(named: name, if: mayCancel)
+    }
+
+    func cancelRun(named name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool) async
+        -> ListCancellation
+    {
+        do {
+            guard let id = runs.values.first(where: { $0.name == name })?.id else { return .notFound }
+            let owner = try? store.owner(ofList: id)
+            guard mayCancel(owner) else { return .forbidden(owner: owner) }
+            runs[id]!.cancelled = true
+            runs[id]!.exhausted = true
+            flush()
+            let pending = (try? store.failPending(list: id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
+            downloader.cancel(submitter: runs[id]!.submitter)
+            finishIfDone(id)
+            return .cancelled(pending: pending)
+        }
+    }
+
+    /// Puts the failed URLs of the list named `name` back in the queue (a finished list is
+    /// taken back from `failed/`). Returns how many, or nil when there is no such list.
+    public func retry(list name: String) -> Int? {
+        do {
+            flush()
+            guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
+            // The downloader would answer these URLs from its failure memory again: forget their
+            // failures first (theirs only — what other lists and clients failed stays remembered).
+            var after = 0
+            while let page = try? store.failures(list: record.id, after: after, limit: 1000), let last = page.last {
+                // Keys from the stored (normalised) URLs: no URL parse per failure on this queue.
+                downloader.forgetFailures(of: page.map { CacheKey(normalizedURL: $0.failure.url) })
+                after = last.seq
+            }
+            let requeued: Int
+            do {
+                // Retired by the pruner since the lookup: as if it had not been found (its file
+                // stays in failed/, no run is made for a list the database no longer has).
+                guard let count = try store.requeueFailures(list: record.id) else { return nil }
+                requeued = count
+            } catch {
+                requeued = 0
+            }
+            guard requeued > 0 else { return 0 }
+            if var run = runs[record.id] {
+                run.cursor = 0
+                run.exhausted = false
+                run.cancelled = false
+                runs[record.id] = run
+            } else {
+                // Finished: bring its file back into `.claimed/` (its old report goes). Its own file:
+                // another list of the same name may have finished since, under the dropped name.
+                let stem = record.finishedFile ?? SpoolEntryName.fileName(for: record.name)
+                _ = folders.move(stem, from: folders.failed, to: folders.claimed, as: record.claimedFile)
+                unlinkat(folders.failed, stem + ".report.json", 0)
+                runs[record.id] = ListRun(
+                    id: record.id, name: record.name, submitter: downloader.makeSubmitter(),
+                    pinMilliseconds: record.pinMilliseconds)
+            }
+            pump()
+            return requeued
+        }
+    }
+
+    /// The lists: in progress, then the last finished ones, most recent first. Read from the
+    /// database, not the spool's queue (which may be busy claiming a long list): counts can lag
+    /// the last 100 ms of outcomes.
+    public nonisolated func lists() -> [ListRecord] {
+        (try? store.lists()) ?? []
+    }
+
+    /// One page of the failures of the list named `name` (after `seq`, at most `limit`, each
+    /// with its seq), or nil when there is no such list.
+    public nonisolated func failures(list name: String, afterSeq seq: Int, limit: Int) -> [(seq: Int, failure: ListFailure)]? {
+        guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
+        return (try? store.failures(list: record.id, after: seq, limit: limit)) ?? []
+    }
+
+    /// Lists in progress, and their URLs settled and in all (for the status line).
+    public nonisolated var progress: (lists: Int, settled: Int, total: Int) {
+        let active = ((try? store.lists(finishedLimit: 0)) ?? []).filter { !$0.state.isFinished }
+        return (active.count, active.reduce(0) { $0 + $1.total - $1.pending }, active.reduce(0) { $0 + $1.total })
+    }
+
+    /// Returns once the spool's queue has run everything enqueued before (the watchdog's probe).
+    public func respond() {}
+}

@@ -1,0 +1,50 @@
+import Dispatch
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finishing: a list with nothing pending gets its report and its file moves to `done/` or
+/// `failed/`.
+extension SpoolService {
+    func finishIfDone(_ id: Int) {
+        guard let run = runs[id], run.exhausted, run.outstanding == 0, !stopping else { return }
+        flush()
+        guard var record = try? store.list(id) else { return }
+        guard record.pending == 0 else {
+            // Outcomes not recorded yet (a write failed): look again after the next flush.
+            return
+        }
+        record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
+        record.finishedAt = WallClock.nowMilliseconds()
+        let destination = record.state == .done ? folders.done : folders.failed
+        // Named after the list, within NAME_MAX with its report's suffix (a long name is
+        // shortened), numbered when a finished list has that name there. The name is recorded
+        // before the move: after a kill between the move and the report, the file is no longer
+        // in `.claimed/`, and the report must go beside this list's file, not replace the
+        // report of the list that has the unnumbered name. (`retry` forgets the name a list
+        // had: it finishes again under the first free one.)
+        let fileName: String
+        if let chosen = record.finishedFile {
+            fileName = chosen
+        } else {
+            fileName = folders.freeName(for: SpoolEntryName.fileName(for: record.name), in: destination)
+            try? store.setFinishedFile(list: id, file: fileName)
+        }
+        let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: fileName) ?? fileName
+        reports.writeReport(for: record, as: moved, in: destination)
+        try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
+        // Lists beyond the kept ones leave the database, off this queue.
+        pruner.schedule()
+        runs[id] = nil
+        logger.info(
+            "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
+            metadata: ["list": "\(record.name)"])
+        onEvent(.listDone(record))
+    }
+}

@@ -1,0 +1,124 @@
+import Dispatch
+import Foundation
+import ImgdCore
+import ImgdNetwork
+import ImgdStore
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Warming: each list feeds the downloader a window of its URLs at a time; the answers come
+/// back in batches and are written to the state database in batches.
+extension SpoolService {
+    func startRun(_ record: ListRecord, cancelled: Bool = false) {
+        runs[record.id] = ListRun(
+            id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
+            exhausted: cancelled, cancelled: cancelled)
+        finishIfDone(record.id)
+    }
+
+    /// Tops up every list's window, in turn.
+    func pump() {
+        guard !stopping else { return }
+        for id in runs.keys.sorted() {
+            guard var run = runs[id], !run.exhausted, !run.cancelled else { continue }
+            let room = Self.window - run.outstanding
+            guard room >= Self.window / 4 else { continue }  // refill in batches, not one by one
+            let rows = (try? store.pendingURLs(list: id, after: run.cursor, limit: room)) ?? []
+            guard let last = rows.last else {
+                run.exhausted = true
+                runs[id] = run
+                finishIfDone(id)
+                continue
+            }
+            run.cursor = last.seq
+            var urls: [ImageURL] = []
+            for row in rows {
+                guard let url = try? ImageURL(row.url) else {
+                    outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
+                    continue
+                }
+                urls.append(url)
+                run.inFlight[url.normalized, default: []].append(row.seq)
+            }
+            run.outstanding += urls.count
+            runs[id] = run
+            guard !urls.isEmpty else {
+                // Every row read was unusable (and is now recorded as failed): no answer will come
+                // to pump again, so read on (or find the list finished) on the next turn.
+                onExecutor { $0.pump() }
+                continue
+            }
+            let answers = answers
+            downloader.prefetch(urls, submitter: run.submitter) { [self] url, result in
+                let isFirst = answers.withLock { waiting in
+                    waiting.append((id, url, result))
+                    return waiting.count == 1
+                }
+                if isFirst { onExecutor { $0.takeAnswers() } }
+            }
+        }
+        scheduleFlush()
+    }
+
+    /// On the queue: answers everything the downloader has handed over since the last time.
+    func takeAnswers() {
+        let batch = answers.withLock { waiting in
+            var taken: [(list: Int, url: ImageURL, result: Result<CachedImage, DownloadError>)] = []
+            swap(&taken, &waiting)
+            return taken
+        }
+        for answer in batch { answered(list: answer.list, url: answer.url, result: answer.result) }
+    }
+
+    func answered(list id: Int, url: ImageURL, result: Result<CachedImage, DownloadError>) {
+        // In place (`runs[id]!`): a copy of the run, changed and stored back, would copy its
+        // in-flight table (up to `window` URLs) for every answer.
+        guard let seq = runs[id]?.inFlight[url.normalized]?.first else { return }
+        runs[id]!.inFlight[url.normalized]!.removeFirst()
+        if runs[id]!.inFlight[url.normalized]!.isEmpty { runs[id]!.inFlight[url.normalized] = nil }
+        runs[id]!.outstanding -= 1
+        let run = runs[id]!
+        switch result {
+        case .success(let image):
+            outcomes.append((id, seq, image.source == .network ? .cached(bytes: image.bytes) : .alreadyCached(bytes: image.bytes)))
+            if let pin = run.pinMilliseconds { pins.append((image.key, WallClock.nowMilliseconds() + pin)) }
+            if image.source == .network, let download = image.download {
+                onEvent(.fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue))
+            }
+        case .failure(.cancelled) where stopping:
+            return  // shutting down: the URL stays pending and is fetched after the restart
+        case .failure(let error):
+            outcomes.append((id, seq, .failed(code: error.code, message: error.message)))
+            onEvent(.failed(url: url.normalized, code: error.code, message: error.message))
+        }
+        if outcomes.count >= Self.flushCount { flush() } else { scheduleFlush() }
+        if run.outstanding <= Self.window * 3 / 4 { pump() }
+        finishIfDone(id)
+    }
+
+    func scheduleFlush() {
+        guard !flushScheduled, !outcomes.isEmpty || !pins.isEmpty else { return }
+        flushScheduled = true
+        executor.queue.asyncAfter(deadline: .now() + Self.flushDelay) { [self] in
+            assumeIsolated { spool in
+                spool.flushScheduled = false
+                spool.flush()
+            }
+        }
+    }
+
+    func flush() {
+        guard !outcomes.isEmpty || !pins.isEmpty else { return }
+        do {
+            try store.record(outcomes)
+            outcomes.removeAll(keepingCapacity: true)
+        } catch {
+            logger.error("cannot record list progress (will try again): \(error)")
+        }
+        for pin in pins { try? disk.index.pin(pin.key, until: pin.until) }
+        pins.removeAll()
+    }
+}
