@@ -217,13 +217,7 @@ final class DaemonServices: Sendable {
         await spool.stop()
         await server.stop()
         _ = await downloader.shutdown(within: Daemon.stopDeadline)
-        await spool.finalFlush()
-        do {
-            try disk.close()
-        } catch {
-            logger.warning("closing the cache index failed (the next start checks entries): \(error)")
-        }
-        stateLock.release()
+        await StateService(spool: spool, disk: disk, stateLock: stateLock, logger: logger).close()
     }
 
     private static func makeFolder(_ path: String) throws(SpoolError) {

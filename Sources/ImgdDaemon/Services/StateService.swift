@@ -15,6 +15,12 @@ struct StateService: Service {
 
     func run() async {
         try? await gracefulShutdown()
+        await close()
+        logger.info("stopped")
+    }
+
+    /// Writes the last progress, closes the index (a clean stop) and releases the state folder.
+    func close() async {
         await spool.finalFlush()
         do {
             try disk.close()
@@ -22,6 +28,5 @@ struct StateService: Service {
             logger.warning("closing the cache index failed (the next start checks entries): \(error)")
         }
         stateLock.release()
-        logger.info("stopped")
     }
 }

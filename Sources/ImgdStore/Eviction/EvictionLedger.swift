@@ -5,8 +5,9 @@ import ImgdCore
 /// The disk tier reports here from the one place it removes entries for room, age or a
 /// command (``DiskCache/evictLeastRecentlyUsed(toFree:now:passLimit:reason:)``,
 /// ``DiskCache/evictExpired(accessedBefore:now:passLimit:)``, ``DiskCache/evict(_:)``), so no
-/// caller can evict without it being counted: the maintainer, a space reservation at admission
-/// (on the transfer thread), the engine after ENOSPC, the `evict` and `purge` commands. Bad
+/// caller can evict without it being counted: the maintainer, the room made for a body at
+/// admission and the space freed after ENOSPC (both on the cache's housekeeping queue), the
+/// `evict` and `purge` commands. Bad
 /// entries dropped by a lookup or a check are not evictions and are not counted here.
 ///
 /// Recording is a counter bump under a mutex, then the observer's call outside it; the observer
