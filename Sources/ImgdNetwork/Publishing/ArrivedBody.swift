@@ -2,11 +2,9 @@ import ImgdCore
 
 /// A body that arrived whole, with what the response said about it: what the publisher needs to
 /// validate it and give it its final name, moved off the transfer loop in one piece.
-///
-/// `@unchecked Sendable`: ownership moves — the loop hands it over and keeps no reference to
-/// its buffer or spill; afterwards only the publisher touches it (on its spill's lane, then on
-/// its queue, one after the other).
-final class ArrivedBody: @unchecked Sendable {
+/// Its parts are values or owners of their own (the spill an actor, the reservation atomic), so
+/// it crosses from the loop to a spill lane and the publisher's queue as it is.
+final class ArrivedBody: Sendable {
     let url: ImageURL
     let key: CacheKey
     /// Identifies the job it belongs to, so a late result for a cancelled job is recognised.

@@ -27,39 +27,43 @@ import Glibc
 /// ``backlog`` counts bodies handed over and not yet written out (they hold memory). The
 /// engine stops starting transfers while it is long and asks to be woken once it has halved.
 ///
-/// `@unchecked Sendable`: the batch (`pending…`, `isCommitScheduled`)
-/// is touched only on `queue`; the counters are atomic.
-final class BodyPublisher: @unchecked Sendable {
+/// An actor on its own serial queue (``QueueExecutor``): the batch (`pending…`,
+/// `isCommitScheduled`) is its own. The transfer loop, which is not async, hands it bodies by
+/// enqueueing on that queue (or on a spill lane) and the work then runs isolated there; the
+/// counters the loop reads are atomic.
+actor BodyPublisher {
     /// Rows written per transaction at most.
     static let maxBatch = 1024
     /// How long a published image may wait for its index row to be committed while other
     /// transfers are still running.
     static let commitDelay: DispatchTimeInterval = .milliseconds(50)
 
-    private let queue = DispatchQueue(label: "imgd-publisher")
+    private nonisolated let executor = QueueExecutor(label: "imgd-publisher")
     /// Where large bodies are written and hashed as they arrive (``BodySpill``), and then
     /// checked and renamed into place; a body's lane is chosen by its key. Two: with the loop
     /// and this queue, enough to keep two cores busy on large images (bench/README.md).
-    private let spillLanes = (0..<2).map { DispatchQueue(label: "imgd-spill-\($0)") }
-    private let spillGate = SpillGate()
-    private let disk: DiskCache
-    private var cache: CacheDirectory { disk.directory }
-    private let validator: ImageValidator
-    private let deliver: @Sendable ([PublishOutcome]) -> Void
-    private let waiting = Atomic<Int>(0)
+    private nonisolated let spillLanes = (0..<2).map { QueueExecutor(label: "imgd-spill-\($0)") }
+    private nonisolated let spillGate = SpillGate()
+    private nonisolated let disk: DiskCache
+    private nonisolated var cache: CacheDirectory { disk.directory }
+    private nonisolated let validator: ImageValidator
+    private nonisolated let deliver: @Sendable ([PublishOutcome]) -> Void
+    private nonisolated let waiting = Atomic<Int>(0)
     /// Bodies handed over whose outcome is not yet delivered (their space may be held).
-    private let uncommitted = Atomic<Int>(0)
+    private nonisolated let uncommitted = Atomic<Int>(0)
     /// Whether the engine had other transfers running or queued at its latest hand-over: a
     /// spilled body reaches the batch later than a small one handed over after it, so the flag
     /// it came with may be stale by then.
-    private let latestMoreExpected = Atomic<Bool>(false)
+    private nonisolated let latestMoreExpected = Atomic<Bool>(false)
     /// Backlog at which the waiting engine is woken; 0 when it is not waiting.
-    private let wakeAt = Atomic<Int>(0)
-    private let wake: @Sendable () -> Void
+    private nonisolated let wakeAt = Atomic<Int>(0)
+    private nonisolated let wake: @Sendable () -> Void
     private var pendingRows: [IndexEntry] = []
     private var pendingOutcomes: [PublishOutcome] = []
     private var pendingReservations: [SpaceReservation] = []
     private var isCommitScheduled = false
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     init(
         cache: DiskCache, validator: ImageValidator, deliver: @escaping @Sendable ([PublishOutcome]) -> Void,
@@ -72,20 +76,20 @@ final class BodyPublisher: @unchecked Sendable {
     }
 
     /// Bodies handed over and not yet written out.
-    var backlog: Int { waiting.load(ordering: .relaxed) }
+    nonisolated var backlog: Int { waiting.load(ordering: .relaxed) }
 
     /// The engine holds transfers back while ``backlog`` is long: wake it when the backlog has
     /// come down to `level`.
-    func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
+    nonisolated func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
 
     /// A spill for a body of `key` that outgrew the transfer buffer, on the key's lane.
-    func makeSpill(for key: CacheKey) -> BodySpill {
+    nonisolated func makeSpill(for key: CacheKey) -> BodySpill {
         BodySpill(lane: spillLanes[key.fanOutBucket % spillLanes.count], cache: cache, key: key, gate: spillGate)
     }
 
     /// Returns once every lane has done what was queued on it before the call.
-    func drainSpills() {
-        for lane in spillLanes { lane.sync {} }
+    nonisolated func drainSpills() {
+        for lane in spillLanes { lane.queue.sync {} }
     }
 
     /// Validates and publishes `body`; its outcome is delivered with the next batch.
@@ -94,19 +98,19 @@ final class BodyPublisher: @unchecked Sendable {
     ///
     /// A spilled body is finished on its lane, after its chunks, and its result then joins the
     /// batch on the publisher's queue.
-    func publish(_ body: ArrivedBody, moreExpected: Bool) {
+    nonisolated func publish(_ body: ArrivedBody, moreExpected: Bool) {
         // Before its final name is written; ended in `commit()`, whatever the outcome.
         disk.beginPublishing(body.key)
         waiting.add(1, ordering: .relaxed)
         uncommitted.add(1, ordering: .relaxed)
         latestMoreExpected.store(moreExpected, ordering: .relaxed)
         if let spill = body.spill {
-            spill.lane.async { [self] in
-                let result = publishSpilled(body, spill: spill)
-                queue.async { [self] in batch(body, result) }
+            spill.lane.enqueue { [self] in
+                let result = spill.assumeIsolated { publishSpilled(body, spill: $0) }
+                executor.enqueue { [self] in assumeIsolated { $0.batch(body, result) } }
             }
         } else {
-            queue.async { [self] in batch(body, publishNow(body)) }
+            executor.enqueue { [self] in assumeIsolated { $0.batch(body, publishNow(body)) } }
         }
     }
 
@@ -129,7 +133,7 @@ final class BodyPublisher: @unchecked Sendable {
             commit()
         } else if !isCommitScheduled {
             isCommitScheduled = true
-            queue.asyncAfter(deadline: .now() + Self.commitDelay) { [weak self] in self?.commit() }
+            executor.queue.asyncAfter(deadline: .now() + Self.commitDelay) { [weak self] in self?.assumeIsolated { $0.commit() } }
         }
     }
 
@@ -142,10 +146,10 @@ final class BodyPublisher: @unchecked Sendable {
     /// Called on the cache's housekeeping queue, by a request for room that eviction alone could
     /// not satisfy. It cannot deadlock: nothing on the lanes or this queue waits for that queue
     /// or for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks).
-    func settle() {
+    nonisolated func settle() {
         guard uncommitted.load(ordering: .relaxed) > 0 else { return }
         drainSpills()
-        queue.sync { commit() }
+        executor.queue.sync { assumeIsolated { $0.commit() } }
     }
 
     /// Writes the pending rows in one transaction and delivers the pending outcomes. If the
@@ -192,7 +196,7 @@ final class BodyPublisher: @unchecked Sendable {
     /// Checks a body that stayed in memory and gives it its final name; on any failure nothing
     /// is left behind. The content digest is taken here, not as bytes arrive, so the transfer
     /// thread spends its time on transfers; this queue runs on the other core.
-    func publishNow(_ body: ArrivedBody) -> Result<CachedImage, DownloadError> {
+    nonisolated func publishNow(_ body: ArrivedBody) -> Result<CachedImage, DownloadError> {
         do throws(DownloadError) {
             // Checked before it touches the disk, then written straight to its final name (a temp
             // file and a rename only when an older file has that name: see CacheDirectory.publishNew).
@@ -216,7 +220,7 @@ final class BodyPublisher: @unchecked Sendable {
 
     /// On the body's lane, after its chunks: writes the tail, checks the whole file and renames
     /// it into place; on any failure the temp file is removed.
-    func publishSpilled(_ body: ArrivedBody, spill: BodySpill) -> Result<CachedImage, DownloadError> {
+    func publishSpilled(_ body: ArrivedBody, spill: isolated BodySpill) -> Result<CachedImage, DownloadError> {
         let spilled: (file: TempFile, digest: SHA256Digest)
         do {
             spilled = try spill.finish(tail: body.buffer)
@@ -241,7 +245,7 @@ final class BodyPublisher: @unchecked Sendable {
 
     /// Gives a complete temp file its final name, replacing any older file atomically; the temp
     /// file is removed if that fails.
-    private func rename(_ file: TempFile, as key: CacheKey) throws(DownloadError) -> String {
+    private nonisolated func rename(_ file: TempFile, as key: CacheKey) throws(DownloadError) -> String {
         defer { file.discard() }  // a no-op once published
         do {
             return try cache.publish(file, as: key)
@@ -250,7 +254,7 @@ final class BodyPublisher: @unchecked Sendable {
         }
     }
 
-    private func image(_ body: ArrivedBody, at path: String, digest: SHA256Digest, info: ImageInfo) -> CachedImage {
+    private nonisolated func image(_ body: ArrivedBody, at path: String, digest: SHA256Digest, info: ImageInfo) -> CachedImage {
         let record = DownloadRecord(
             finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
             contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
@@ -258,7 +262,7 @@ final class BodyPublisher: @unchecked Sendable {
         return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
     }
 
-    private func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {
+    private nonisolated func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {
         do {
             return try validator.validate(source)
         } catch let error as ImageValidationError {

@@ -1,4 +1,3 @@
-import Dispatch
 import ImgdCore
 import ImgdStore
 import Synchronization
@@ -22,20 +21,25 @@ import Glibc
 /// Chunks waiting on all lanes together are capped by a ``SpillGate``: when the disk cannot keep
 /// up, the loop waits for it instead of holding the bodies in memory.
 ///
-/// `@unchecked Sendable`: `file` and `hasher` are touched only on `lane`; the failure is behind
-/// its mutex (the loop reads it), and `isDiscarded` is atomic.
-final class BodySpill: @unchecked Sendable {
-    let lane: DispatchQueue
-    private let cache: CacheDirectory
-    private let key: CacheKey
-    private let gate: SpillGate
+/// An actor on its lane (a ``QueueExecutor`` shared by the bodies whose keys fall on it): the
+/// file and the hasher are its own. The loop, which is not async, hands it chunks by enqueueing
+/// on the lane; the failure, which the loop reads, is behind its own lock, and `isDiscarded` is
+/// atomic.
+actor BodySpill {
+    /// The lane the spill's work runs on, in order.
+    nonisolated let lane: QueueExecutor
+    private nonisolated let cache: CacheDirectory
+    private nonisolated let key: CacheKey
+    private nonisolated let gate: SpillGate
     private var file: TempFile?
     private var hasher = SHA256Hasher()
-    private let failureBox = Locked<StoreError?>(nil)
+    private nonisolated let failureBox = Locked<StoreError?>(nil)
     /// Set by ``discard()``: chunks still queued are dropped instead of written.
-    private let isDiscarded = Atomic<Bool>(false)
+    private nonisolated let isDiscarded = Atomic<Bool>(false)
 
-    init(lane: DispatchQueue, cache: CacheDirectory, key: CacheKey, gate: SpillGate) {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { lane.asUnownedSerialExecutor() }
+
+    init(lane: QueueExecutor, cache: CacheDirectory, key: CacheKey, gate: SpillGate) {
         self.lane = lane
         self.cache = cache
         self.key = key
@@ -43,28 +47,29 @@ final class BodySpill: @unchecked Sendable {
     }
 
     /// The first write that failed (the rest of the body is then dropped), if any.
-    var failure: StoreError? { failureBox.withLock { $0 } }
+    nonisolated var failure: StoreError? { failureBox.withLock { $0 } }
 
     /// On the loop: queues `chunk` to be hashed and appended to the file (made with the first
     /// chunk). Waits while the lanes hold as many chunks as the gate allows.
-    func append(_ chunk: [UInt8]) {
+    nonisolated func append(_ chunk: [UInt8]) {
         gate.enter()
-        lane.async { [self] in
+        lane.enqueue { [self] in
             defer { gate.leave() }
             guard failure == nil, !isDiscarded.load(ordering: .relaxed) else { return }
-            do throws(StoreError) {
-                try write(chunk)
-            } catch {
-                failureBox.withLock { $0 = error }
+            assumeIsolated { spill in
+                do throws(StoreError) {
+                    try spill.write(chunk)
+                } catch {
+                    spill.failureBox.withLock { $0 = error }
+                }
             }
         }
     }
 
-    /// On `lane`, after every chunk: appends `tail` (the bytes still in the transfer's buffer) and
+    /// On the lane, after every chunk: appends `tail` (the bytes still in the transfer's buffer) and
     /// returns the complete temp file with the body's digest. Throws the first write failure; the
     /// file is then removed.
     func finish(tail: [UInt8]) throws(StoreError) -> (file: TempFile, digest: SHA256Digest) {
-        dispatchPrecondition(condition: .onQueue(lane))
         do throws(StoreError) {
             if let failure { throw failure }
             try write(tail)
@@ -81,9 +86,9 @@ final class BodySpill: @unchecked Sendable {
     /// the eviction that makes room until it is). This body's chunks still queued are dropped
     /// unwritten; the wait is for what the lane does before them for other bodies — at most the
     /// gate's worth of chunks, and the header-and-end check and rename of bodies finishing.
-    func discard() {
+    nonisolated func discard() {
         isDiscarded.store(true, ordering: .relaxed)
-        lane.sync { file?.discard() }
+        lane.queue.sync { assumeIsolated { $0.file?.discard() } }
     }
 
     private func write(_ bytes: [UInt8]) throws(StoreError) {
