@@ -3,7 +3,7 @@ import ImgdCore
 /// One request for one URL: carries it into the engine and its result back, exactly once.
 ///
 /// The result goes either to a waiting task (a continuation, for ``Downloader/fetch(_:priority:submitter:)``)
-/// or to a handler called on the engine thread (for ``Downloader/prefetch(_:submitter:priority:handler:)``,
+/// or to a handler called on the engine thread (for ``Downloader/prefetch(_:submitter:priority:limit:handler:)``,
 /// where a thread hop per URL would cost more than the transfer of a small image).
 /// The mutex guards the continuation and whether the request was cancelled or answered, so
 /// whichever of "result", "cancel" or "engine stopped" comes first wins, and only once.
