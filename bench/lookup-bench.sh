@@ -129,12 +129,16 @@ serve_images() {
     log "nginx on 127.0.0.1:$port serves $URLS images from $corpus"
 }
 
-# Starts the daemon on fresh folders and waits for its "ready" line.
+# Starts the daemon on fresh folders and waits for its "ready" line. Every client connects as
+# this one user: the per-uid cap (32 by default) is raised to the most clients asked for, or
+# 64 clients would get `busy`.
 start_imgd() {
-    local dir=$WORK/imgd
+    local dir=$WORK/imgd most=0 clients
+    for clients in ${CLIENTS//,/ }; do (( clients > most )) && most=$clients; done
     rm -rf "$dir"
     mkdir -p "$dir"
     "$IMGD_BIN" --spool "$dir/spool" --cache "$dir/cache" --state "$dir/state" --socket "$SOCKET" \
+        --max-connections-per-peer "$(( most > 32 ? most : 32 ))" \
         >"$WORK/logs/imgd.log" 2>&1 </dev/null &
     IMGD_PID=$!
     for _ in $(seq 300); do
