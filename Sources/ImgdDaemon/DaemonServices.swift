@@ -35,7 +35,8 @@ final class DaemonServices: Sendable {
     let spool: SpoolService
     let events: EventHub
     let server: ControlServer
-    let counters: DaemonCounters
+    /// The daemon's own counters (`stats`), kept with the outcomes that fill them.
+    var counters: DaemonCounters { outcomes.counters }
     /// Every URL's outcome, counted and published in one place.
     let outcomes: OutcomeRecorder
     let startedAt = ContinuousClock.now
@@ -51,7 +52,6 @@ final class DaemonServices: Sendable {
         outcomes: OutcomeRecorder
     ) {
         self.outcomes = outcomes
-        counters = outcomes.counters
         self.options = options
         self.logger = logger
         self.config = Locked(config)
@@ -131,8 +131,7 @@ final class DaemonServices: Sendable {
                 "count": JSONValue(eviction.files), "bytes": JSONValue(eviction.bytes), "reason": .string(eviction.reason.rawValue),
             ])
         }
-        let counters = DaemonCounters()
-        let outcomes = OutcomeRecorder(events: events, counters: counters)
+        let outcomes = OutcomeRecorder(events: events, counters: DaemonCounters())
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(

@@ -244,7 +244,8 @@ extension TransferEngine {
         isQueueStalled = true
         // Hosts whose back-off lapsed with nothing running are forgotten here (their last
         // transfer ended while they were still backing off).
-        hosts = hosts.filter { $0.value.running > 0 || ($0.value.blockedUntil ?? now) > now }
+        let idle = { (host: HostState) in host.running <= 0 && (host.blockedUntil ?? now) <= now }
+        if hosts.values.contains(where: idle) { hosts = hosts.filter { !idle($0.value) } }
         stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
