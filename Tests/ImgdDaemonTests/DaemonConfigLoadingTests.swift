@@ -2,6 +2,7 @@ import Foundation
 @testable import ImgdDaemon
 import ImgdNetwork
 import ImgdStore
+import Logging
 import Testing
 
 #if canImport(Glibc)
@@ -97,6 +98,7 @@ struct DaemonConfigLoadingTests {
         },
         Form(key: "deny", file: "[\"10.0.0.0/8\", \"fd00::/8\"]", flag: "10.0.0.0/8,fd00::/8") { $0.deny == ["10.0.0.0/8", "fd00::/8"] },
         Form(key: "pressure-threshold", file: "12.5", flag: "12.5") { $0.pressureThreshold == 12.5 },
+        Form(key: "log-level", file: "\"debug\"", flag: "debug") { $0.logLevel == .debug },
         Form(key: "admin-group", file: "\"root\"", flag: "root") { $0.adminGroup == AdminGroup(name: "root", gid: 0) },
     ]
 
@@ -148,6 +150,7 @@ struct DaemonConfigLoadingTests {
         ("max-connections-per-peer", "0", "max-connections-per-peer: a whole number from 1 to 100000"),
         ("pressure-threshold", "0", "pressure-threshold: a percentage above 0, at most 100"),
         ("pressure-threshold", "100.5", "pressure-threshold: a percentage above 0, at most 100"),
+        ("log-level", "\"loud\"", "log-level: one of trace, debug, info, notice, warning, error, critical"),
         ("max-list-bytes", "0", "max-list-bytes: at least 1 B"),
         ("max-list-lines", "0", "max-list-lines: a whole number from 1 to 1000000000"),
         ("max-add-urls", "1000001", "max-add-urls: a whole number from 1 to 1000000"),
