@@ -119,6 +119,39 @@ struct SlowOriginTests {
         }
     }
 
+    @Test("a list's URL the address policy refuses is answered at once, without taking a slot from the list that holds them all")
+    func refusedPrefetchPreemptsNothing() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.maxParallel = 2
+            $0.maxPerHost = 2
+            $0.fairShareGrace = .milliseconds(300)
+            $0.addresses = AddressPolicy(deniedRanges: AddressPolicy.default.deniedRanges + [IPRange("127.0.0.2/32")!])
+        }
+        try await withFixture(policy: policy) { fixture in
+            let paths = (0..<2).map { "/img/held-\($0).png?gate=held" }
+            let holder = try paths.map { try fixture.url($0) }
+            let held = DownloaderPrefetchTests.Answers()
+            fixture.downloader.prefetch(holder, submitter: fixture.downloader.makeSubmitter()) { held.record($0, $1) }
+            #expect(await fixture.server.waitForInFlight(atLeast: 2, timeout: .seconds(20)))
+
+            let denied = DownloaderPrefetchTests.Answers()
+            fixture.downloader.prefetch(
+                [try ImageURL("http://127.0.0.2:\(fixture.server.port)/img/denied.png")],
+                submitter: fixture.downloader.makeSubmitter()) { denied.record($0, $1) }
+            // Answered while the first list's gate is still shut: the fair share started it.
+            #expect(await eventually(timeout: .seconds(20)) { denied.count == 1 })
+            #expect(denied.all.first.map { $0.1.failureCode } == "policy_denied")
+            #expect(fixture.downloader.statistics.preempted == 0, "\(fixture.downloader.statistics)")
+            #expect(held.count == 0)
+            for path in paths { #expect(fixture.server.requestCount(path) == 1) }
+
+            // The holder's transfers were never stopped: they finish, once each.
+            fixture.server.openGate("held")
+            #expect(await eventually(timeout: .seconds(20)) { held.count == 2 })
+            #expect(held.all.allSatisfy { (try? $0.1.get()) != nil })
+        }
+    }
+
     @Test("a transfer whose pace cannot finish its declared body in time ends early as timeout")
     func hopelessPaceEndsEarly() async throws {
         let policy = DownloaderFixture.testPolicy {

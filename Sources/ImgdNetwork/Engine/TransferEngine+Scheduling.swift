@@ -133,7 +133,8 @@ extension TransferEngine {
     /// lists with work), a transfer of a list above its share that has run longer than
     /// `policy.fairShareGrace` gives way to it — on the waiting job's host when that host is at
     /// its cap. A job gives way for fairness once at most: a large slow body is not restarted
-    /// forever. One hand-over per check, every 250 ms at most.
+    /// forever. One hand-over per check, every 250 ms at most. A URL the address policy refuses
+    /// is started (and so refused at once) without taking anyone's slot, as on demand.
     func shareSlotsFairly(now: ContinuousClock.Instant) {
         guard now >= nextShareCheck else { return }
         nextShareCheck = now + Self.shareCheckInterval
@@ -161,6 +162,10 @@ extension TransferEngine {
                         && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
+            if policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil {
+                start(job)
+                return
+            }
             let host = job.url.hostKey
             let onHost = !hostCanStart(host, now: now)
             let victim = candidates
