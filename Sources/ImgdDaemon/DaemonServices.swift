@@ -40,8 +40,11 @@ final class DaemonServices: Sendable {
     /// Every URL's outcome, counted and published in one place.
     let outcomes: OutcomeRecorder
     let startedAt = ContinuousClock.now
-    /// Set while a `fsck` runs: one check at a time reads the whole cache.
+    /// Set while a `fsck` runs: one check at a time reads the whole cache (a second is refused
+    /// at once, not queued behind it).
     let checking = Atomic<Bool>(false)
+    /// Where `fsck` runs its check: a queue of its own.
+    let checker = CacheChecker()
     /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
     let spaceShortfall = Locked<DiskSpaceShortfall?>(nil)
 

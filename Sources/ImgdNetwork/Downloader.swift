@@ -45,10 +45,8 @@ public final class Downloader: Sendable {
         _ = held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil)
         let token = FetchToken(url: url, priority: priority, submitter: submitter, held: held)
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                guard token.attach(continuation) else { return }
-                if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
-            }
+            if token.beginWaiting(), !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
+            return await token.outcome
         } onCancel: {
             if token.cancel() { engine.send(.cancelWait(token)) }
         }

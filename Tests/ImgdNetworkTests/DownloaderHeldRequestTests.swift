@@ -22,9 +22,8 @@ struct DownloaderHeldRequestTests {
         // The task's cancellation handler, then the engine's `cancelWait`, then `attach`.
         #expect(token.cancel())
         token.answer(.failure(.cancelled))
-        let outcome = await withCheckedContinuation { continuation in
-            #expect(!token.attach(continuation))
-        }
+        #expect(!token.beginWaiting())
+        let outcome = await token.outcome
         #expect(Self.isCancelled(outcome))
         #expect(held.value == 0 && held.bytes == 0)
     }
@@ -35,12 +34,11 @@ struct DownloaderHeldRequestTests {
         let url = try ImageURL("http://127.0.0.1:1/b.png")
         #expect(held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil))
         let token = FetchToken(url: url, priority: .onDemand, submitter: .interactive, held: held)
-        let outcome = await withCheckedContinuation { continuation in
-            #expect(token.attach(continuation))
-            #expect(token.cancel())
-            token.answer(.failure(.cancelled))
-            token.answer(.failure(.cancelled))
-        }
+        #expect(token.beginWaiting())
+        #expect(token.cancel())
+        token.answer(.failure(.cancelled))
+        token.answer(.failure(.cancelled))
+        let outcome = await token.outcome
         #expect(Self.isCancelled(outcome))
         #expect(held.value == 0 && held.bytes == 0)
     }

@@ -5,11 +5,12 @@ import ImgdCore
 /// The reader ``acquire(_:)``s room before submitting a batch and suspends when the window is
 /// full; each answer ``release()``s one place (on the downloader's thread), and resumes the
 /// reader once a whole batch fits again — one thread hop per batch rather than one per URL.
-/// The mutex guards the count and the one waiting reader.
+/// The mutex guards the count and the one waiting reader's ``Promise``.
 final class PrefetchWindow: Sendable {
     private struct State {
         var outstanding = 0
-        var waiter: (needed: Int, continuation: CheckedContinuation<Void, Never>)?
+        /// The reader waiting for room: how much, and where it is told it has it.
+        var waiter: (needed: Int, room: Promise<Void>)?
     }
 
     /// URLs that may be outstanding at once.
@@ -21,29 +22,29 @@ final class PrefetchWindow: Sendable {
     /// Waits until `count` more URLs fit (a batch larger than the window waits for an empty
     /// window), then counts them as outstanding. One reader at a time.
     func acquire(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let fits: Bool = state.withLock { state in
-                guard !Self.fits(count, state.outstanding, size) else {
-                    state.outstanding += count
-                    return true
-                }
-                state.waiter = (count, continuation)
-                return false
+        let room: Promise<Void>? = state.withLock { state in
+            guard !Self.fits(count, state.outstanding, size) else {
+                state.outstanding += count
+                return nil
             }
-            if fits { continuation.resume() }
+            let room = Promise<Void>()
+            state.waiter = (count, room)
+            return room
         }
+        // Counted as outstanding by the release that makes room, before it fulfils this.
+        await room?.value
     }
 
     /// One outstanding URL was answered.
     func release() {
-        let resume: CheckedContinuation<Void, Never>? = state.withLock { state in
+        let room: Promise<Void>? = state.withLock { state in
             state.outstanding -= 1
             guard let waiter = state.waiter, Self.fits(waiter.needed, state.outstanding, size) else { return nil }
             state.outstanding += waiter.needed
             state.waiter = nil
-            return waiter.continuation
+            return waiter.room
         }
-        resume?.resume()
+        room?.fulfill(())
     }
 
     /// Waits until every outstanding URL has been answered.

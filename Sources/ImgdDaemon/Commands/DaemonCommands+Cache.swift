@@ -76,8 +76,8 @@ extension DaemonCommands {
         }
     }
 
-    /// Verifies every disk entry (size and SHA-256) while the daemon runs, on a thread of its
-    /// own (it reads the whole cache); bad entries are dropped and fetched again when asked for.
+    /// Verifies every disk entry (size and SHA-256) while the daemon runs, on the checker's own
+    /// queue (it reads the whole cache); bad entries are dropped and fetched again when asked for.
     func fsck() async throws(ControlError) -> JSONValue {
         try requirePrivilege(for: "fsck")
         guard services.checking.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
@@ -85,20 +85,7 @@ extension DaemonCommands {
         }
         defer { services.checking.store(false, ordering: .releasing) }
         logChange("fsck: checking every entry of \(services.disk.directory.root)")
-        let disk = services.disk, memory = services.memory, logger = services.logger
-        let outcome: Result<(report: CacheCheckReport, bytes: Int), SQLiteError> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var bytes = 0
-                let checked = Result { () throws(SQLiteError) in
-                    try disk.checkAll(removingOrphans: false) { entry, problem in
-                        memory.remove(entry.key)
-                        bytes += entry.bytes
-                        logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", metadata: ["url": "\(entry.url)"])
-                    }
-                }
-                continuation.resume(returning: checked.map { ($0, bytes) })
-            }
-        }
+        let outcome = await services.checker.check(services.disk, memory: services.memory, logger: services.logger)
         let report: CacheCheckReport, bytes: Int
         do {
             (report, bytes) = try outcome.get()

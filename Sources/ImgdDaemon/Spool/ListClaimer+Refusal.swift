@@ -53,7 +53,7 @@ extension ListClaimer {
         let name = entry.display
         var reason = refusal.reason
         if refusal == .folder {
-            guard reportedFolders.withLock({ $0.insert(entry).inserted }) else { return }
+            guard reportedFolders.insert(entry).inserted else { return }
         } else if entry.withCString({ unlinkat(folders.spool, $0, 0) }) != 0, errno != ENOENT {
             reason += "; but it could not be removed: \(String(cString: strerror(errno)))"
         }

@@ -25,8 +25,11 @@ import Glibc
 /// stopped (``stop()``) or cancelled (``cancel(named:)``) at any point: the reader asks before
 /// each 64 KiB it reads, however long the line, so either answers within a read and a slice.
 ///
-/// `Sendable`: its mutable state is atomics and mutexes; the claim itself runs on `queue`.
-final class ListClaimer: Sendable {
+/// An actor on its own serial queue (``QueueExecutor``): a claim blocks on SQLite and on the
+/// file's reads, so it stays off the cooperative pool, and holds the actor while it runs. What
+/// must reach a claim in progress — a stop, a cancel, new limits — goes through atomics and
+/// mutexes that the claim reads between reads and slices, not through the actor.
+actor ListClaimer {
     /// Lines recorded in one transaction, at most; and their text, at most (a slice of long
     /// junk lines is cut by its bytes, so a claim holds a few MiB whatever the list).
     static let sliceLines = 5000
@@ -40,14 +43,17 @@ final class ListClaimer: Sendable {
     let logger: Logger
     let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
-    private let queue = DispatchQueue(label: "imgd.spool-claim")
+    private nonisolated let executor = QueueExecutor(label: "imgd.spool-claim")
     /// Set by ``stop()``: a claim in progress gives up between slices, and queued claims return.
-    private let stopRequested = Atomic<Bool>(false)
+    private nonisolated let stopRequested = Atomic<Bool>(false)
     /// Folders dropped in the spool and reported in this run: left in place, reported once.
-    let reportedFolders = Locked<Set<SpoolEntryName>>([])
-    private let limits: Locked<SpoolLimits>
-    /// The claim in progress, as `lists` shows it (`claiming`), and the `cancel`s waiting on it.
-    private let current = Locked<CurrentClaim?>(nil)
+    var reportedFolders: Set<SpoolEntryName> = []
+    private nonisolated let limits: Locked<SpoolLimits>
+    /// The claim in progress, as `lists` shows it (`claiming`), and whether it is cancelled:
+    /// read and marked by `cancel` while the claim holds the actor.
+    private nonisolated let current = Locked<CurrentClaim?>(nil)
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private struct CurrentClaim {
         let id: Int
@@ -55,9 +61,10 @@ final class ListClaimer: Sendable {
         /// The uid that owned the list's file (who may cancel it besides the privileged).
         let owner: UInt32
         var cancelled = false
-        /// Answered with how many URLs the cancel failed, or nil when the claim was given up
-        /// (a stop, a database error) and the list is not there to cancel.
-        var waiting: [CheckedContinuation<Int?, Never>] = []
+        /// Set when the claim ends, for the `cancel`s waiting on it: how many URLs the cancel
+        /// failed, or nil when the claim was given up (a stop, a database error) and the list is
+        /// not there to cancel.
+        let ended = Promise<Int?>()
     }
 
     /// How a claim's reading ended.
@@ -71,7 +78,7 @@ final class ListClaimer: Sendable {
     }
 
     /// A claimer of the lists in `folders`, recording into `store`. `onClaimed` is called (on
-    /// the claimer's queue) with each list once its file is in `.claimed/`, and whether it was
+    /// the claimer's queue, isolated to it) with each list once its file is in `.claimed/`, and whether it was
     /// cancelled while being claimed (its URLs are then failed as `cancelled` already).
     init(
         folders: SpoolFolders, store: ListStore, reports: ListReportWriter, pruner: ListPruner, limits: SpoolLimits,
@@ -91,19 +98,24 @@ final class ListClaimer: Sendable {
 
     /// Queues the claim of the spool entry `name` (a name reported twice is claimed once: the
     /// second finds it gone).
-    func claim(_ name: SpoolEntryName) {
-        queue.async { [self] in claimNow(name) }
+    /// Called on the watcher's queue; claims run in the order they were asked for.
+    nonisolated func claim(_ name: SpoolEntryName) {
+        executor.enqueue { [self] in assumeIsolated { $0.claimNow(name) } }
     }
 
     /// Stops claiming: the claim in progress gives up (its file stays in the spool, to be claimed
-    /// anew at the next start), and so do those queued. Returns once the queue is idle.
-    func stop() {
+    /// anew at the next start), and so do those queued. Returns once they have. (Not isolated:
+    /// the flag is set at once, while a claim holds the actor.)
+    nonisolated func stop() async {
         stopRequested.store(true, ordering: .relaxed)
-        queue.sync {}
+        await idle()
     }
 
+    /// Nothing: run on the queue after what was enqueued before, it tells that all of it is done.
+    private func idle() {}
+
     /// Applies new limits (a reload) to the claims that start after this.
-    func update(limits new: SpoolLimits) {
+    nonisolated func update(limits new: SpoolLimits) {
         limits.withLock { $0 = new }
     }
 
@@ -113,35 +125,33 @@ final class ListClaimer: Sendable {
     /// Answers how many URLs were failed once the claim has stopped (within one 64 KiB read and
     /// one slice); `notFound` when no list of that name is being claimed (or the claim was given
     /// up by a stop or a database error before it could be cancelled).
-    func cancel(named name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool) async -> ListCancellation {
+    nonisolated func cancel(named name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool) async
+        -> ListCancellation
+    {
         var refusal = ListCancellation.notFound
-        let failed: Int? = await withCheckedContinuation { continuation in
-            let taken = current.withLock { claim -> Bool in
-                guard let owner = claim?.owner, claim?.name == name else { return false }
-                guard mayCancel(owner) else {
-                    refusal = .forbidden(owner: owner)
-                    return false
-                }
-                claim!.cancelled = true
-                claim!.waiting.append(continuation)
-                return true
+        let ended: Promise<Int?>? = current.withLock { claim in
+            guard let owner = claim?.owner, claim?.name == name else { return nil }
+            guard mayCancel(owner) else {
+                refusal = .forbidden(owner: owner)
+                return nil
             }
-            if !taken { continuation.resume(returning: nil) }
+            claim!.cancelled = true
+            return claim!.ended
         }
-        guard let failed else { return refusal }
+        guard let ended, let failed = await ended.value else { return refusal }
         return .cancelled(pending: failed)
     }
 
-    private var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
-    private var isCancelled: Bool { current.withLock { $0?.cancelled ?? false } }
+    private nonisolated var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+    private nonisolated var isCancelled: Bool { current.withLock { $0?.cancelled ?? false } }
 
     /// Ends the claim in progress, answering the `cancel`s waiting on it with `cancelled`.
     private func endClaim(cancelled: Int?) {
-        let waiting = current.withLock { claim in
+        let ended = current.withLock { claim in
             defer { claim = nil }
-            return claim?.waiting ?? []
+            return claim?.ended
         }
-        for continuation in waiting { continuation.resume(returning: cancelled) }
+        ended?.fulfill(cancelled)
     }
 
     private func claimNow(_ entry: SpoolEntryName) {

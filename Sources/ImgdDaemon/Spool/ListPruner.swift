@@ -1,4 +1,5 @@
 import Dispatch
+import ImgdCore
 import Logging
 import Synchronization
 
@@ -13,8 +14,11 @@ import Glibc
 /// a time, so claims, outcomes and `lists` go on between batches (the budgeted passes of
 /// nginx's cache manager).
 ///
-/// `Sendable`: its mutable state is two atomics; the work runs on `queue`.
-final class ListPruner: Sendable {
+/// An actor on its own serial queue (``QueueExecutor``, utility QoS): a pass blocks on SQLite and
+/// sleeps between batches, so it stays off the cooperative pool. Requests for a pass come from
+/// code that is not async (the claimer's queue) and are enqueued there; ``stop()`` sets a flag
+/// the pass reads between batches (an atomic: the pass holds the actor while it runs).
+actor ListPruner {
     /// URL rows deleted in one transaction (a few milliseconds' hold of the database).
     static let batchRows = 5000
     /// Free pages given back in one step (8 MiB of 4 KiB pages).
@@ -22,10 +26,12 @@ final class ListPruner: Sendable {
 
     private let store: ListStore
     private let logger: Logger
-    private let queue = DispatchQueue(label: "imgd.spool-prune", qos: .utility)
+    private nonisolated let executor = QueueExecutor(label: "imgd.spool-prune", qos: .utility)
     /// True while a pass is queued and not yet started: more requests join it.
-    private let passQueued = Atomic<Bool>(false)
-    private let stopRequested = Atomic<Bool>(false)
+    private nonisolated let passQueued = Atomic<Bool>(false)
+    private nonisolated let stopRequested = Atomic<Bool>(false)
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     init(store: ListStore, logger: Logger) {
         self.store = store
@@ -34,21 +40,26 @@ final class ListPruner: Sendable {
 
     /// Asks for a pass (after a list finished, or a claim was abandoned). Requests made before
     /// the queued pass starts are served by it.
-    func schedule() {
+    nonisolated func schedule() {
         guard !passQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        queue.async { [self] in
+        executor.enqueue { [self] in
             passQueued.store(false, ordering: .releasing)
-            pass()
+            assumeIsolated { $0.pass() }
         }
     }
 
-    /// Stops between batches; returns once no pass runs. What was not pruned is at the next start.
-    func stop() {
+    /// Stops between batches; returns once no pass runs (after the one in progress and those
+    /// queued, which return at once). What was not pruned is at the next start.
+    /// (Not isolated: the flag is set at once, while a pass holds the actor.)
+    nonisolated func stop() async {
         stopRequested.store(true, ordering: .relaxed)
-        queue.sync {}
+        await idle()
     }
 
-    private var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+    /// Nothing: run on the queue after what was enqueued before, it tells that all of it is done.
+    private func idle() {}
+
+    private nonisolated var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
 
     private func pass() {
         guard !isStopping else { return }

@@ -30,7 +30,7 @@ import Glibc
 /// (the downloader's answers, on its transfer thread; the claimer's hand-over) reach it by
 /// enqueueing on that queue and running isolated there; the downloader's answers come over in
 /// batches (`answers`, behind its lock). Claims run on the claimer's queue, so a long one holds
-/// up none of this.
+/// up none of this. The watcher, the claimer and the pruner are actors on queues of their own.
 public actor SpoolService {
     /// URLs of one list handed to the downloader and not yet answered, at most.
     static let window = 512
@@ -103,7 +103,7 @@ public actor SpoolService {
     }
 
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
-    public func start() throws(SpoolError) {
+    public func start() async throws(SpoolError) {
         let claimer = ListClaimer(
             folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, logger: logger, onEvent: onEvent,
             onClaimed: { [unowned self] record, cancelled in onExecutor { $0.claimed(record, cancelled: cancelled) } })
@@ -115,17 +115,17 @@ public actor SpoolService {
         self.watcher = watcher
         // What the last run left to prune (abandoned claims included), off the start path.
         pruner.schedule()
-        try watcher.start()
+        try await watcher.start()
     }
 
     /// Stops taking lists and writes every outcome received; lists in progress stay active in the
     /// database and resume at the next start. Call before the downloader shuts down: the
     /// cancellations that follow are not recorded as failures.
-    public func stop() {
+    public func stop() async {
         stopping = true
-        watcher?.stop()
-        claimer?.stop()
-        pruner.stop()
+        await watcher?.stop()
+        await claimer?.stop()
+        await pruner.stop()
         flush()
     }
 

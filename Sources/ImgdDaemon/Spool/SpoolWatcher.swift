@@ -27,16 +27,18 @@ import Glibc
 ///   queue overflow the folder is listed again.
 ///
 /// Events are read on a Dispatch read source (epoll), on the watcher's serial queue, and passed
-/// to `onName` there.
-public final class SpoolWatcher: Sendable {
+/// to `onName` there. The watcher is an actor on that queue (``QueueExecutor``): the source's
+/// handler and the delayed looks run isolated to it, so its state is the actor's.
+public actor SpoolWatcher {
     /// The spool folder.
-    public let folder: String
-    private let queue = DispatchQueue(label: "imgd.spool-watch")
-    private let onName: @Sendable (SpoolEntryName) -> Void
-    private let source: Locked<DispatchSourceRead?> = Locked(nil)
-    /// Names created in place and not opened yet, and whether a look at them is due; only
-    /// touched on `queue` (the mutex makes that checkable, it is never contended).
-    private let created = Locked<(names: Set<SpoolEntryName>, checkDue: Bool, stopped: Bool)>(([], false, false))
+    public nonisolated let folder: String
+    private nonisolated let executor = QueueExecutor(label: "imgd.spool-watch")
+    private nonisolated let onName: @Sendable (SpoolEntryName) -> Void
+    private var source: DispatchSourceRead?
+    /// Names created in place and not opened yet, and whether a look at them is due.
+    private var created: (names: Set<SpoolEntryName>, checkDue: Bool, stopped: Bool) = ([], false, false)
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// How long after its `IN_CREATE` a regular file that nothing opened is taken as placed by
     /// a link (100 ms): far longer than the rest of the `open()` call that queues its `IN_OPEN`.
@@ -58,30 +60,29 @@ public final class SpoolWatcher: Sendable {
             close(fd)
             throw .cannotWatch(path: folder, errno: code)
         }
-        let queue = queue
-        // Made inside the lock: a Dispatch source is not Sendable, so it cannot be handed in.
-        self.source.withLock { slot in
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [self] in drain(fd) }
-            source.setCancelHandler { close(fd) }
-            source.activate()
-            slot = source
+        // Its handlers run on the actor's queue, so isolated to it.
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: executor.queue)
+        source.setEventHandler { @Sendable [self] in
+            assumeIsolated { watcher in
+                guard !watcher.created.stopped else { return }
+                watcher.drain(fd)
+            }
         }
+        source.setCancelHandler { @Sendable in close(fd) }
+        source.activate()
+        self.source = source
         // Listed before `start` returns, so before the daemon says it is ready: a file created
         // after that (perhaps still being written) is reported only by its close or rename.
-        queue.sync { rescan() }
+        rescan()
     }
 
     /// Stops watching; no `onName` call starts after this returns.
     public func stop() {
-        // First: a look still due then neither reads the descriptor (closed by the cancel
-        // handler, on the queue) nor reports.
-        created.withLock { $0.stopped = true }
-        source.withLock { source in
-            source?.cancel()
-            source = nil
-        }
-        queue.sync {}
+        // First: a look still due (or an event handler already queued) then neither reads the
+        // descriptor (closed by the cancel handler, on the queue) nor reports.
+        created.stopped = true
+        source?.cancel()
+        source = nil
     }
 
     private func drain(_ fd: Int32) {
@@ -106,7 +107,7 @@ public final class SpoolWatcher: Sendable {
                 guard !nameBytes.isEmpty, !name.isIgnored else { continue }
                 if mask & UInt32(IN_OPEN) != 0 {
                     // Opened: if it was just created, by its writer, whose close will come.
-                    created.withLock { _ = $0.names.remove(name) }
+                    created.names.remove(name)
                     continue
                 }
                 if mask & UInt32(IN_CREATE) != 0 {
@@ -114,11 +115,11 @@ public final class SpoolWatcher: Sendable {
                     // file, and a hard link (`ln`) to one written elsewhere.
                     guard let info = status(of: name) else { continue }
                     if (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 {
-                        created.withLock { _ = $0.names.insert(name) }
+                        created.names.insert(name)
                         continue
                     }
                 } else {
-                    created.withLock { _ = $0.names.remove(name) }
+                    created.names.remove(name)
                 }
                 onName(name)
             }
@@ -128,25 +129,24 @@ public final class SpoolWatcher: Sendable {
 
     /// Looks again, ``placedCheckDelay`` from now, at names created in place and not opened.
     private func scheduleCreatedCheck(_ fd: Int32) {
-        let due = created.withLock { state in
-            guard !state.names.isEmpty, !state.checkDue else { return false }
-            state.checkDue = true
-            return true
+        guard !created.names.isEmpty, !created.checkDue else { return }
+        created.checkDue = true
+        executor.queue.asyncAfter(deadline: .now() + Self.placedCheckDelay) { @Sendable [self] in
+            assumeIsolated { $0.lookAtCreated(fd) }
         }
-        guard due else { return }
-        queue.asyncAfter(deadline: .now() + Self.placedCheckDelay) { [self] in
-            guard let waited = created.withLock({ $0.stopped ? nil : $0.names }) else { return }
-            drain(fd)  // an `IN_OPEN` still in the queue clears its name first
-            // Only the names that have waited the whole delay; newer ones get a look of their own.
-            let placed = created.withLock { state in
-                let placed = state.names.intersection(waited)
-                state.names.subtract(placed)
-                state.checkDue = false
-                return placed
-            }
-            for name in placed.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) { onName(name) }
-            scheduleCreatedCheck(fd)
-        }
+    }
+
+    /// The look ``scheduleCreatedCheck(_:)`` asked for: reports the names still unopened.
+    private func lookAtCreated(_ fd: Int32) {
+        guard !created.stopped else { return }
+        let waited = created.names
+        drain(fd)  // an `IN_OPEN` still in the queue clears its name first
+        // Only the names that have waited the whole delay; newer ones get a look of their own.
+        let placed = created.names.intersection(waited)
+        created.names.subtract(placed)
+        created.checkDue = false
+        for name in placed.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) { onName(name) }
+        scheduleCreatedCheck(fd)
     }
 
     private func rescan() {

@@ -110,13 +110,11 @@ public final class MemoryPressureMonitor: Sendable {
         let watch = try PressureWatch.open(source, pollingThreshold: pollingThreshold, pollingInterval: pollingInterval)
         state.withLock { $0.activeSource = watch.source }
         onWatching(MemoryPressureWatching(source: watch.source, refusal: watch.refusal))
-        let completion = RunCompletion()
+        // The thread's outcome, for the task waiting below (whichever of the two gets there first).
+        let completion = Promise<Result<Void, MemoryPressureError>>()
         if case .disabled = watch.mode {
-            await withTaskCancellationHandler {
-                _ = await completion.wait()
-            } onCancel: {
-                completion.finish(.success(()))
-            }
+            // Nothing to watch and no thread: the run lasts until it is cancelled.
+            _ = try? await completion.wait()
             return
         }
 
@@ -141,7 +139,7 @@ public final class MemoryPressureMonitor: Sendable {
                 wake.close()
                 let finished = ContinuousClock.now
                 state.withLock { $0.threadFinishedAt = finished }
-                completion.finish(outcome)
+                completion.fulfill(outcome)
             }
         } catch {
             watch.close()
@@ -149,7 +147,7 @@ public final class MemoryPressureMonitor: Sendable {
             throw error
         }
         let outcome = await withTaskCancellationHandler {
-            await completion.wait()
+            await completion.value
         } onCancel: {
             wake.signal()
         }

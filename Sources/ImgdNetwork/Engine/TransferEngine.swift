@@ -82,10 +82,8 @@ final class TransferEngine: @unchecked Sendable {
     private let inbox = Locked(Inbox())
     private let waker: CurlWaker
     let statistics = Locked(DownloaderStatistics())
-    /// Whether the loop has stopped, and who waits for it (by a number, so that a waiter that is
-    /// cancelled can leave).
-    private let stopped = Locked<(done: Bool, nextWaiter: Int, waiters: [Int: CheckedContinuation<Void, Never>])>(
-        (false, 0, [:]))
+    /// Set once the loop has stopped and released libcurl.
+    private let stopped = Promise<Void>()
 
     // Loop-thread state. Internal rather than private only so that the facet files reach it.
     private(set) var multi: CurlMulti?
@@ -182,22 +180,7 @@ final class TransferEngine: @unchecked Sendable {
     /// Returns once the loop has stopped and released libcurl, or at once when the calling task
     /// is cancelled (the loop goes on stopping).
     func waitUntilStopped() async {
-        let number = stopped.withLock { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let registered = stopped.withLock { state in
-                    guard !state.done, !Task.isCancelled else { return false }
-                    state.waiters[number] = continuation
-                    return true
-                }
-                if !registered { continuation.resume() }
-            }
-        } onCancel: {
-            stopped.withLock { $0.waiters.removeValue(forKey: number) }?.resume()
-        }
+        try? await stopped.wait()
     }
 
     // MARK: - The loop
@@ -364,11 +347,6 @@ final class TransferEngine: @unchecked Sendable {
         multi = nil
         share = nil
         publishStatistics()
-        let waiters = stopped.withLock { state in
-            state.done = true
-            defer { state.waiters = [:] }
-            return state.waiters.values
-        }
-        for waiter in waiters { waiter.resume() }
+        stopped.fulfill(())
     }
 }
