@@ -18,9 +18,11 @@ public enum JSONValue: Sendable, Hashable {
 
 // MARK: - Building values
 
+// The builders are `@inlinable`: every reply is made of them, and across the module boundary a
+// generic one (the integer initialiser) would otherwise run unspecialised, through witness tables.
 extension JSONValue {
     /// An integer: exact when it fits in `Int64`, else the nearest `Double`.
-    public init<Integer: BinaryInteger>(_ value: Integer) {
+    @inlinable public init<Integer: BinaryInteger>(_ value: Integer) {
         if let exact = Int64(exactly: value) {
             self = .int(exact)
         } else {
@@ -29,46 +31,46 @@ extension JSONValue {
     }
 
     /// A number with a fraction.
-    public init(_ value: Double) { self = .double(value) }
+    @inlinable public init(_ value: Double) { self = .double(value) }
 
-    public init(_ value: Bool) { self = .bool(value) }
+    @inlinable public init(_ value: Bool) { self = .bool(value) }
 
-    public init(_ value: String) { self = .string(value) }
+    @inlinable public init(_ value: String) { self = .string(value) }
 
     /// An array of strings, a common shape for results (`["subscribed": …]`).
-    public init(_ values: [String]) { self = .array(values.map(JSONValue.string)) }
+    @inlinable public init(_ values: [String]) { self = .array(values.map(JSONValue.string)) }
 
     /// `value`, or `null` when it is `nil`: for optional fields of a result.
-    public init(_ value: JSONValue?) { self = value ?? .null }
+    @inlinable public init(_ value: JSONValue?) { self = value ?? .null }
 }
 
 extension JSONValue: ExpressibleByNilLiteral {
-    public init(nilLiteral: ()) { self = .null }
+    @inlinable public init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue: ExpressibleByBooleanLiteral {
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    @inlinable public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
 extension JSONValue: ExpressibleByIntegerLiteral {
-    public init(integerLiteral value: Int64) { self = .int(value) }
+    @inlinable public init(integerLiteral value: Int64) { self = .int(value) }
 }
 
 extension JSONValue: ExpressibleByFloatLiteral {
-    public init(floatLiteral value: Double) { self = .double(value) }
+    @inlinable public init(floatLiteral value: Double) { self = .double(value) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral {
-    public init(stringLiteral value: String) { self = .string(value) }
+    @inlinable public init(stringLiteral value: String) { self = .string(value) }
 }
 
 extension JSONValue: ExpressibleByArrayLiteral {
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    @inlinable public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
 }
 
 extension JSONValue: ExpressibleByDictionaryLiteral {
     /// An object; a repeated key keeps its last value.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    @inlinable public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
