@@ -138,7 +138,9 @@ struct TransferIsolationTests {
             return error
         case .timeout:
             // The server answers after the whole attempt's time is up.
-            return try await withFixtureTimeout(fixture) { try await fixture.failure("/img/late.png?delay_ms=4000") }
+            return try await withFixtureTimeout(fixture) {
+                try await fixture.failure("/img/late.png?delay_ms=\(4000 * Sanitizer.slowdown)")
+            }
         case .http404:
             return try await fixture.failure("/status/404")
         case .tooLarge:
@@ -176,10 +178,11 @@ struct TransferIsolationTests {
 
     /// Runs `body` with the engine's whole-attempt timeout lowered to 1 s (a reload, as the
     /// daemon does it), then sets it back: the failure is a timeout, and the good batch after
-    /// it runs under the usual policy.
+    /// it runs under the usual policy. A good batch interleaved with it runs under the short
+    /// timeout too: 5 s under a sanitizer, where a small image over h2 once took over 1 s.
     private func withFixtureTimeout<T>(_ fixture: DownloaderFixture, _ body: () async throws -> T) async throws -> T {
         var short = fixture.downloader.policy
-        short.totalTimeout = .seconds(1)
+        short.totalTimeout = .seconds(1 * Sanitizer.slowdown)
         fixture.downloader.update(policy: short)
         let result = try await body()
         fixture.downloader.update(policy: fixture.downloader.policy)
