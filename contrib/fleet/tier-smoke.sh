@@ -2,9 +2,10 @@
 # tier-smoke.sh: end-to-end check of contrib/fleet/nginx-tier.conf with Debian's nginx.
 #
 # Starts an nginx "origin" (HTTPS with a test CA, plain HTTP, and HTTPS with an untrusted
-# self-signed certificate) and two tiers built from nginx-tier.conf (one with the deny list minus
-# loopback so it can reach the origin on 127.0.0.1, one with the production deny list), then checks
-# caching, request coalescing, keys, the deny list, the X-Tier-Error marker and revalidation.
+# self-signed certificate) and three tiers built from nginx-tier.conf (one with the deny list minus
+# loopback so it can reach the origin on 127.0.0.1, one with the production deny list, one chained
+# to the first as README.md shows), then checks caching, request coalescing, keys, raw paths,
+# redirects, the deny list, the X-Tier-Error marker, revalidation and chaining.
 # Prints PASS/FAIL per check; exits 1 if any failed, 2 if it could not set up.
 #
 # Run as root (or any user that may run nginx); writes only under a temp dir that it removes;
@@ -13,7 +14,8 @@
 #
 # render_tier below is the recipe for running the tier in a test: copy nginx-tier.conf and
 # rewrite its EDIT values (listen, cache path, CA bundle, resolver), put a deny list beside it as
-# imgd-tier/tier-deny.conf, and wrap it in a minimal main config.
+# imgd-tier/tier-deny.conf, and wrap it in a minimal main config. Other tests can have it done:
+#   tier-smoke.sh --render DIR PORT CAFILE [DNSPORT]    (writes DIR/nginx.conf, starts nothing)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,10 +27,15 @@ for tool in "$NGINX" openssl curl cmp awk sed ps; do
     command -v "$tool" >/dev/null || die "$tool not found"
 done
 
-TMP=$(mktemp -d /tmp/tier-smoke.XXXXXX)
-# The nginx workers run as an unprivileged user (nobody): they must reach the files.
-chmod 755 "$TMP"
 STARTED=()   # nginx prefix directories, for cleanup
+
+# alive PID: the process exists and is not a zombie (the daemonized master's parent is init,
+# which may take a while to reap it; a zombie runs nothing).
+alive() {
+    local st
+    st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+    [[ $st != Z* ]]
+}
 
 # stop_nginx DIR: SIGQUIT (graceful) to the master in DIR/nginx.pid, SIGTERM after 5 s; waits
 # for the master and its children (workers, cache manager/loader) to be gone.
@@ -38,11 +45,11 @@ stop_nginx() {
     pid=$(cat "$dir/nginx.pid")
     kids=$(ps -o pid= --ppid "$pid" 2>/dev/null | tr '\n' ' ' || true)
     kill -QUIT "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
     for k in $kids; do
-        for _ in $(seq 50); do kill -0 "$k" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 50); do alive "$k" || break; sleep 0.1; done
     done
     rm -f "$dir/nginx.pid"
     echo "$pid $kids" >"$dir/stopped.pids"
@@ -54,7 +61,6 @@ cleanup() {
     [[ ${KEEP:-0} == 1 ]] && { echo "kept $TMP"; return; }
     rm -rf "$TMP"
 }
-trap cleanup EXIT
 
 free_port() {
     if command -v python3 >/dev/null; then
@@ -120,6 +126,31 @@ render_tier() {
     include $dir/imgd-tier.conf;"
 }
 
+# test_deny OUT: the production deny list without its loopback line, for an origin on 127.0.0.1.
+test_deny() {
+    grep -v '# loopback-v4$' "$HERE/tier-deny.conf" >"$1"
+    ! grep -q '^"~^127' "$1" || die "test deny list still refuses 127.0.0.0/8"
+}
+
+# tier-smoke.sh --render DIR PORT CAFILE [DNSPORT]: only write a tier for another test (the imgd
+# integration test) into DIR: DIR/nginx.conf listening on 127.0.0.1:PORT, cache in DIR/cache,
+# trusting CAFILE, the test deny list (127.0.0.1 allowed). Prints the command that starts it.
+# DIR's parents must be traversable by the nginx workers' user (nobody when run as root).
+if [[ ${1:-} == --render ]]; then
+    [[ $# -ge 4 ]] || die "usage: $0 --render DIR PORT CAFILE [DNSPORT]"
+    mkdir -p "$2"
+    dir=$(cd "$2" && pwd)
+    test_deny "$dir/test-deny.conf"
+    render_tier "$dir" "$3" "$dir/test-deny.conf" "$4" "${5:-53}"
+    echo "$NGINX -p $dir -e $dir/error.log -c $dir/nginx.conf"
+    exit 0
+fi
+
+TMP=$(mktemp -d /tmp/tier-smoke.XXXXXX)
+# The nginx workers run as an unprivileged user (nobody): they must reach the files.
+chmod 755 "$TMP"
+trap cleanup EXIT
+
 # --- certificates: a test CA with a server certificate for 127.0.0.1, and an untrusted one ----
 mkdir -p "$TMP/pki"
 (
@@ -178,14 +209,25 @@ start_nginx "$O"
 DNS=$(free_port)   # nothing listens there: every name fails to resolve (within resolver_timeout)
 T=$TMP/tier; TP=$(free_port)
 mkdir -p "$T"
-grep -v '# loopback-v4$' "$HERE/tier-deny.conf" >"$TMP/test-deny.conf"
-grep -q '^"~^127' "$TMP/test-deny.conf" && die "test deny list still refuses 127.0.0.0/8"
+test_deny "$TMP/test-deny.conf"
 render_tier "$T" "$TP" "$TMP/test-deny.conf" "$TMP/pki/ca.pem" "$DNS"
 start_nginx "$T"
 TPROD=$TMP/tier-prod; TPP=$(free_port)
 mkdir -p "$TPROD"
 render_tier "$TPROD" "$TPP" "$HERE/tier-deny.conf" "$TMP/pki/ca.pem" "$DNS"
 start_nginx "$TPROD"
+# A site tier chained to the first one as its regional tier, as README.md shows: the regional
+# proxy_pass line instead of the direct one, and the regional tier's X-Tier-Error kept.
+TSITE=$TMP/tier-site; TSP=$(free_port)
+mkdir -p "$TSITE"
+render_tier "$TSITE" "$TSP" "$TMP/test-deny.conf" "$TMP/pki/ca.pem" "$DNS"
+sed -i -e 's|^\([[:space:]]*\)proxy_pass \$tier_scheme://|\1# &|' \
+    -e "s|^\\([[:space:]]*\\)# proxy_pass http://regional-tier.example.net:8080/|\\1proxy_pass http://127.0.0.1:$TP/|" \
+    -e 's|^\([[:space:]]*\)proxy_hide_header X-Tier-Error;|\1# &|' "$TSITE/imgd-tier.conf"
+[[ $(grep -c "^ *proxy_pass http://127.0.0.1:$TP/\$tier_scheme/\$tier_hostport\$tier_uri;" "$TSITE/imgd-tier.conf") == 1 &&
+    $(grep -c '^ *proxy_pass ' "$TSITE/imgd-tier.conf") == 1 && $(grep -c '^ *proxy_hide_header X-Tier-Error' "$TSITE/imgd-tier.conf") == 0 ]] ||
+    die "could not chain the site tier (nginx-tier.conf's proxy_pass lines changed?)"
+start_nginx "$TSITE"
 
 # --- helpers -----------------------------------------------------------------------------------
 FAILS=0
@@ -256,6 +298,15 @@ if [[ $s == 200 && $c == MISS && $(count tls "/a.png?x=2") == 1 && $(count tls "
     pass "c. ?x=2 is its own key: a separate origin request"
 else
     fail "c. ?x=2: status $s, cache $c, origin requests x=2: $(count tls "/a.png?x=2"), x=1: $(count tls "/a.png?x=1")"
+fi
+
+# c. the path and query reach the origin as sent (raw: percent-escapes kept, slashes not merged).
+s=$(get "$TIER/https/$ORIG//a%2Epng?q=%20y" c2)
+settle tls
+if [[ $s == 200 && $(count tls "//a%2Epng?q=%20y") == 1 ]] && cmp -s "$TMP/r/c2.body" "$TMP/www/a.png"; then
+    pass "c. path and query passed raw: origin saw //a%2Epng?q=%20y"
+else
+    fail "c. raw path: status $s; origin log: $(tail -3 "$O/tls.log" | tr '\n' '|')"
 fi
 
 # d. plain http origin.
@@ -341,15 +392,31 @@ else
     fail "g. revalidation: $s1/$c1 then $s2/$c2; origin: $(awk '$1 == "/fresh.png"' "$O/tls.log" | tr '\n' '|')"
 fi
 
+# i. chained tiers: site tier → regional tier → origin; the regional tier's error marker survives.
+SITE=http://127.0.0.1:$TSP
+s1=$(get "$SITE/https/$ORIG/c.png" i1); c1=$(hdr i1 X-Cache-Status)
+s2=$(get "$SITE/https/$ORIG/c.png" i2); c2=$(hdr i2 X-Cache-Status)
+s3=$(get "$SITE/https/127.0.0.1:$P_BAD/c.png" i3); m3=$(hdr i3 X-Tier-Error)
+settle tls
+regional=$(awk '$1 == "/https/'"$ORIG"'/c.png"' "$T/access.log" | wc -l)
+if [[ $s1 == 200 && $c1 == MISS && $s2 == 200 && $c2 == HIT && $regional == 1 && $(count tls /c.png) == 1 &&
+    $s3 == 502 && $m3 == upstream ]] && cmp -s "$TMP/r/i1.body" "$TMP/www/c.png" && cmp -s "$TMP/r/i2.body" "$TMP/www/c.png"; then
+    pass "i. chained tiers: MISS then HIT at the site, regional and origin saw 1 request; regional 502 keeps X-Tier-Error"
+else
+    fail "i. chained: $s1/$c1 then $s2/$c2, regional requests $regional, origin $(count tls /c.png); bad cert: $s3 '$m3'"
+fi
+
 # h. stopping leaves nothing running.
 ok=1
-for dir in "$T" "$TPROD" "$O"; do
+for dir in "$T" "$TPROD" "$TSITE" "$O"; do
     stop_nginx "$dir"
-    for p in $(cat "$dir/stopped.pids"); do kill -0 "$p" 2>/dev/null && ok=0; done
+    for p in $(cat "$dir/stopped.pids"); do alive "$p" && ok=0; done
 done
 STARTED=()
+# Nothing else started from the temp dir either (a stray nginx with a path under it).
+if command -v pgrep >/dev/null && pgrep -f -- "$TMP/" >/dev/null; then ok=0; fi
 if [[ $ok == 1 ]]; then pass "h. tiers and origin stopped: no process left"
-else fail "h. processes left: $(cat "$T/stopped.pids" "$TPROD/stopped.pids" "$O/stopped.pids")"; fi
+else fail "h. processes left: $(cat "$T/stopped.pids" "$TPROD/stopped.pids" "$TSITE/stopped.pids" "$O/stopped.pids")"; fi
 
 awk -v f="$FAILS" -v a="$START" -v b="$(date +%s.%N)" 'BEGIN { printf "tier-smoke: %d failed, %.1f s\n", f, b - a }'
 [[ $FAILS == 0 ]]
