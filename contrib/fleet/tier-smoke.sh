@@ -242,11 +242,15 @@ get() {
 }
 # hdr NAME HEADER: the value of HEADER in NAME.hdr (empty if absent).
 hdr() {
+    [[ -f $TMP/r/$1.hdr ]] || return 0   # no answer at all: the checks report the status
     awk -v h="$(echo "$2" | tr 'A-Z' 'a-z')" -F': ' \
         'tolower($1) == h { sub(/\r$/, "", $2); print $2 }' "$TMP/r/$1.hdr"
 }
 # count LOG URI: how many requests for URI (exactly) the origin logged.
-count() { awk -v u="$2" '$1 == u' "$O/$1.log" 2>/dev/null | wc -l; }
+count() {
+    [[ -f $O/$1.log ]] || { echo 0; return; }
+    awk -v u="$2" '$1 == u' "$O/$1.log" | wc -l
+}
 # settle LOG: waits until a sentinel request made now shows in LOG, so every request the origin
 # answered before it is logged too.
 settle() {
