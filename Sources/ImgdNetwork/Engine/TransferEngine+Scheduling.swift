@@ -108,7 +108,7 @@ extension TransferEngine {
             canStart: { job in
                 let host = job.url.hostKey
                 guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
-                refused = self.policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil
+                refused = self.refusal(of: job) != nil
                 if refused { return true }
                 if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
                 return !globalFull || !prefetchHosts.isEmpty
@@ -162,7 +162,7 @@ extension TransferEngine {
                         && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
-            if policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) != nil {
+            if refusal(of: job) != nil {
                 start(job)
                 return
             }
@@ -260,6 +260,13 @@ extension TransferEngine {
         return host.running < policy.maxPerHost
     }
 
+    /// Why the address policy refuses `job`'s URL (its host is a literal address in a denied
+    /// range); nil when it may be requested. Such a job is started without taking a slot from
+    /// anyone: ``start(_:)`` refuses it at once.
+    private func refusal(of job: Job) -> String? {
+        policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false)
+    }
+
     /// Starts `job` on a fresh easy handle. A handle whose set-up fails goes with the job's
     /// failure: it is never added, pooled or seen by another transfer.
     private func start(_ job: Job) {
@@ -267,7 +274,7 @@ extension TransferEngine {
         // A URL whose host is a literal address the policy refuses goes no further: no handle, no
         // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
         // at connect time does.
-        if let reason = policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false) {
+        if let reason = refusal(of: job) {
             counters.started += 1
             finish(job, .failure(.policyDenied(reason)))
             return
