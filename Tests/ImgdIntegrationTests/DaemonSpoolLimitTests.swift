@@ -131,7 +131,7 @@ struct DaemonSpoolLimitTests {
         try #require(await server.waitForInFlight(atLeast: 1, timeout: .seconds(30)), "log: \(daemon.log)")
 
         // 3 million lines: many seconds of claiming in a debug build.
-        try daemon.drop("long.txt", String(decoding: DaemonSpoolTests.numberedURLs(3_000_000), as: UTF8.self))
+        try await daemon.dropNumberedURLs("long.txt", count: 3_000_000)
         let claiming = await eventuallyAsync(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }

@@ -71,7 +71,7 @@ struct DaemonSpoolSafetyTests {
         let secret = scratch.path + "/secret"
         try "secret\n".write(toFile: secret, atomically: false, encoding: .utf8)
         // 3 million lines: many seconds of claiming, time enough to swap the name.
-        try daemon.drop("long.txt", String(decoding: DaemonSpoolTests.numberedURLs(3_000_000), as: UTF8.self))
+        try await daemon.dropNumberedURLs("long.txt", count: 3_000_000)
         let claiming = await eventuallyAsync(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }

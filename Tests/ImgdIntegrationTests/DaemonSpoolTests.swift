@@ -336,7 +336,7 @@ struct DaemonSpoolTests {
         var daemon = try await DaemonProcess.start(in: scratch.path)
         // 1.5 million short lines: claiming them takes several seconds in a debug build (the URLs
         // are never fetched). The stop comes as soon as the claim has begun.
-        try daemon.drop("long.txt", String(decoding: Self.numberedURLs(1_500_000), as: UTF8.self))
+        try await daemon.dropNumberedURLs("long.txt", count: 1_500_000)
         let claiming = await eventuallyAsync(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
@@ -386,7 +386,7 @@ struct DaemonSpoolTests {
         // lands mid-claim): 1.5 million did not fit in the 120 s below under AddressSanitizer on
         // a loaded machine.
         let count = 1_500_000 / Sanitizer.slowdown
-        try daemon.drop("long.txt", String(decoding: Self.numberedURLs(count, prefix: "not-a-url-"), as: UTF8.self))
+        try await daemon.dropNumberedURLs("long.txt", count: count, prefix: "not-a-url-")
         let claiming = await eventuallyAsync(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }

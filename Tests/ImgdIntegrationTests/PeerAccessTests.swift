@@ -135,7 +135,7 @@ struct PeerAccessTests {
         defer { scratch.remove() }
         let (daemon, _) = try await Self.start(in: scratch)
         // A million lines, dropped by root: seconds of claiming in a debug build.
-        try daemon.drop("long.txt", String(decoding: DaemonSpoolTests.numberedURLs(1_000_000), as: UTF8.self))
+        try await daemon.dropNumberedURLs("long.txt", count: 1_000_000)
         let claiming = await eventuallyAsync(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }

@@ -224,6 +224,21 @@ extension DaemonProcess {
     var spool: String { folder + "/imgd-data/spool" }
 
     /// Drops a list the way a client should: written as `.NAME.tmp`, then renamed into place.
+    /// Drops a list of `count` numbered URLs (``DaemonSpoolTests/numberedURLs(_:prefix:)``),
+    /// built and written on a thread of its own: millions of lines take seconds in a debug
+    /// build, which on the cooperative pool would stall every other test running at once.
+    func dropNumberedURLs(_ name: String, count: Int, prefix: String = "http://a/") async throws {
+        let temp = spool + "/." + name + ".tmp"
+        let final = spool + "/" + name
+        let written: Result<Void, any Error> = await onOwnThread {
+            Result {
+                try Data(DaemonSpoolTests.numberedURLs(count, prefix: prefix)).write(to: URL(fileURLWithPath: temp))
+                guard rename(temp, final) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            }
+        }
+        try written.get()
+    }
+
     func drop(_ name: String, _ contents: String) throws {
         let temp = spool + "/." + name + ".tmp"
         try Data(contents.utf8).write(to: URL(fileURLWithPath: temp))
