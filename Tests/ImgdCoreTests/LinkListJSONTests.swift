@@ -81,7 +81,7 @@ struct LinkListJSONTests {
             return reason
         }
         #expect(kinds == [
-            "not a string but a JSON number", "not a string but a JSON number", "not a string but a JSON object",
+            "not a string but a JSON number", "not a string but a JSON number", #"an object item without a "url" string"#,
             "not a string but a JSON array", "not a string but JSON null", "not a string but a JSON boolean",
             "not a string but a JSON boolean", "ok", "not a string but a JSON number",
         ])
@@ -190,5 +190,68 @@ struct LinkListJSONTests {
 
         let surrogate = try LinkListFixture.read(Array("[\"".utf8) + [0xED, 0xA0, 0x80] + Array("\"]".utf8), fileExtension: "json")
         #expect(surrogate.malformed?.reason.contains("invalid UTF-8") == true)
+    }
+
+    @Test("object items: url with key, sha256, pin and priority; unknown members skipped; members in any order")
+    func objectItems() throws {
+        let digest = String(repeating: "ab", count: 32)
+        let json = """
+            ["https://a.example/1.png",
+             {"url": "https://a.example/2.png?X-Amz-Signature=1", "key": "product-2", "sha256": "\(digest.uppercased())",
+              "pin": "24h", "priority": "high", "future": {"nested": [1, {"x": "}"}]}, "refresh": "1d"},
+             {"priority": "normal", "url": " https://a.example/3.png "},
+             {}]
+            """
+        let outcome = try read(json)
+        #expect(outcome.error == nil)
+        #expect(outcome.entries.count == 4)
+        #expect(outcome.entries[0].options == .none)
+        let second = outcome.entries[1]
+        #expect(try second.url.get().normalized == "https://a.example/2.png?X-Amz-Signature=1")
+        #expect(second.line == 2)
+        #expect(second.options == LinkListItemOptions(key: "product-2", sha256: SHA256Digest(hex: digest), pin: .seconds(86400), isHighPriority: true))
+        #expect(try outcome.entries[2].url.get().normalized == "https://a.example/3.png")
+        #expect(outcome.entries[2].options == .none)
+        #expect(outcome.entries[3].url.failureValue != nil)
+        #expect(outcome.entries[3].text == "{}")
+    }
+
+    @Test("a bad member spoils its own item with the reason; the next item is read as usual")
+    func badObjectItems() throws {
+        let json = """
+            [{"url": "https://a.example/1.png", "sha256": "abc"},
+             {"url": "https://a.example/2.png", "pin": "soon"},
+             {"url": "https://a.example/3.png", "priority": "urgent"},
+             {"url": "https://a.example/4.png", "key": 7},
+             {"url": 5},
+             {"url": "https://a.example/6.png", "key": ""},
+             {"url": "https://a.example/7.png", "sha256": "\(String(repeating: "0", count: 64))"}]
+            """
+        let outcome = try read(json)
+        #expect(outcome.error == nil)
+        let reasons = outcome.entries.map { entry -> String in
+            guard case .failure(.malformed(_, let reason)) = entry.url else { return "ok" }
+            return reason
+        }
+        #expect(reasons.count == 7)
+        #expect(reasons[0].hasPrefix("bad sha256: 'abc' is not 64 hexadecimal digits"))
+        #expect(reasons[1].hasPrefix("bad pin: "))
+        #expect(reasons[2] == "bad priority: 'urgent' is neither high nor normal")
+        #expect(reasons[3] == "key is not a string")
+        #expect(reasons[4] == #"an object item without a "url" string"#)
+        #expect(reasons[5] == "bad key: an empty key")
+        #expect(reasons[6] == "ok")
+        #expect(outcome.entries[0].text == "https://a.example/1.png")
+        #expect(outcome.entries.map(\.line) == [1, 2, 3, 4, 5, 6, 7])
+    }
+
+    @Test("broken syntax inside an object item is a malformed list after the items before it")
+    func brokenObject() throws {
+        let outcome = try read("[\"https://a.example/1.png\", {\"url\": \"https://a.example/2.png\" \"key\": \"k\"}]")
+        #expect(outcome.entries.count == 1)
+        #expect(outcome.malformed?.reason.contains("expected ',' or '}' in an object") == true)
+        let noColon = try read("[{\"url\" \"https://a.example/2.png\"}]")
+        #expect(noColon.entries.isEmpty)
+        #expect(noColon.malformed?.reason.contains("expected ':'") == true)
     }
 }

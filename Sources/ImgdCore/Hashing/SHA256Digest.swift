@@ -55,6 +55,27 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         self = bytes.withUnsafeBytes { SHA256Digest(rawBytes: $0) }
     }
 
+    /// The digest written as 64 hexadecimal characters (either case); nil for anything else.
+    public init?(hex text: String) {
+        let digits = Array(text.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for index in 0..<32 {
+            guard let high = Self.hexValue(digits[2 * index]), let low = Self.hexValue(digits[2 * index + 1]) else { return nil }
+            bytes[index] = high << 4 | low
+        }
+        self.init(bytes: bytes)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// The 32 digest bytes.
     public var bytes: [UInt8] {
         var out: [UInt8] = []

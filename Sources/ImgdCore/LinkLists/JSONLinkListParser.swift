@@ -1,10 +1,14 @@
-/// Reads a JSON link list, an array of URL strings, one element at a time (RFC 8259 syntax).
+/// Reads a JSON link list, an array of URL strings and item objects, one element at a time
+/// (RFC 8259 syntax).
 ///
 /// Each string becomes an entry, decoded (all escapes, surrogate pairs joined), trimmed, and
 /// judged like a line of a text list; its line is where the string starts. A string longer than
-/// ``ImageURL/maximumLength`` is reported and skipped without being held whole. Any other value
-/// (number, object, array, `true`, `false`, `null`) becomes an entry saying it is not a string,
-/// and is skipped whole, nested containers included, down to ``maximumNesting`` levels.
+/// ``ImageURL/maximumLength`` is reported and skipped without being held whole. An object is an
+/// item with options: its `url` is judged like a string, its `key`, `sha256`, `pin` and
+/// `priority` become ``LinkListItemOptions`` (a bad one makes the item an entry with the
+/// reason), other members are skipped unread. Any other value (number, array, `true`,
+/// `false`, `null`) becomes an entry saying it is not a string, and is skipped whole, nested
+/// containers included, down to ``maximumNesting`` levels.
 ///
 /// Broken syntax throws ``LinkListError/malformed(path:line:reason:)``: a top level that is not
 /// an array, a missing comma, an unterminated string, anything after the array, invalid UTF-8.
@@ -29,9 +33,12 @@ struct JSONLinkListParser {
 
     private var state = State.start
     private var string = LinkListStringBuffer()
+    /// An object member's name, and an option's value (the URL goes to `string`).
+    private var member = LinkListStringBuffer(limit: 64)
+    private var value = LinkListStringBuffer(limit: LinkListItemOptions.maximumValueBytes)
 
     /// Bytes held besides the source's buffer.
-    var scratchCapacity: Int { string.capacity }
+    var scratchCapacity: Int { string.capacity + member.capacity + value.capacity }
 
     /// The next entry, or nil after the closing `]`.
     mutating func next(from source: inout LinkListByteSource) throws(LinkListError) -> LinkListEntry? {
@@ -94,6 +101,7 @@ struct JSONLinkListParser {
             try Self.scanString(from: &source, into: &string)
             return string.entry(line: line)
         }
+        if byte == UInt8(ascii: "{") { return try object(from: &source) }
         let kind: String
         switch byte {
         case UInt8(ascii: "{"): kind = "a JSON object"
@@ -106,6 +114,83 @@ struct JSONLinkListParser {
         source.beginCapture()
         try Self.skipValue(from: &source, depth: 0)
         return LinkListEntry(line: line, notAString: kind, shown: source.endCapture())
+    }
+
+    /// An object item: its `url`, with the options its other known members give. Members are
+    /// read in any order; a repeated one counts once more (the last wins), as most JSON
+    /// readers do.
+    private mutating func object(from source: inout LinkListByteSource) throws(LinkListError) -> LinkListEntry {
+        let line = source.line
+        source.beginCapture()
+        _ = try source.next()  // {
+        var urlEntry: LinkListEntry?
+        var options = LinkListItemOptions()
+        var problem: String?
+        try Self.skipWhitespace(&source)
+        if try source.peek() == UInt8(ascii: "}") {
+            _ = try source.next()
+        } else {
+            while true {
+                try Self.skipWhitespace(&source)
+                guard try source.peek() == UInt8(ascii: "\"") else {
+                    throw source.malformed("expected a string key in an object, found \(LinkListByteSource.describe(try source.peek()))")
+                }
+                member.reset()
+                try Self.scanString(from: &source, into: &member)
+                let name = member.text
+                try Self.skipWhitespace(&source)
+                guard try source.next() == UInt8(ascii: ":") else { throw source.malformed("expected ':' after a key in an object") }
+                try Self.skipWhitespace(&source)
+                if let name, LinkListItemOptions.fields.contains(name) {
+                    guard try source.peek() == UInt8(ascii: "\"") else {
+                        if problem == nil { problem = "\(name) is not a string" }
+                        try Self.skipValue(from: &source, depth: 1)
+                        if try endOfMember(&source) { break }
+                        continue
+                    }
+                    if name == "url" {
+                        string.reset()
+                        try Self.scanString(from: &source, into: &string)
+                        urlEntry = string.entry(line: line)
+                    } else {
+                        value.reset()
+                        try Self.scanString(from: &source, into: &value)
+                        do {
+                            guard let text = value.text else {
+                                let reason = value.isOverLimit ? "longer than \(LinkListItemOptions.maximumValueBytes) bytes" : "not valid UTF-8 text"
+                                throw LinkListItemError(field: name, reason: reason)
+                            }
+                            try options.set(name, to: text)
+                        } catch {
+                            if problem == nil { problem = "\(error)" }
+                        }
+                    }
+                } else {
+                    try Self.skipValue(from: &source, depth: 1)
+                }
+                if try endOfMember(&source) { break }
+            }
+        }
+        let shown = source.endCapture()
+        guard let urlEntry else {
+            return LinkListEntry(line: line, text: LinkListEntry.shown(shown), url: .failure(.malformed(LinkListEntry.shown(shown), reason: "an object item without a \"url\" string")))
+        }
+        if let problem {
+            return LinkListEntry(line: line, text: urlEntry.text, url: .failure(.malformed(urlEntry.text, reason: problem)))
+        }
+        var entry = urlEntry
+        entry.options = options
+        return entry
+    }
+
+    /// After a member's value: true at the object's closing `}`, false after a `,`.
+    private func endOfMember(_ source: inout LinkListByteSource) throws(LinkListError) -> Bool {
+        try Self.skipWhitespace(&source)
+        switch try source.next() {
+        case UInt8(ascii: "}"): return true
+        case UInt8(ascii: ","): return false
+        case let byte: throw source.malformed("expected ',' or '}' in an object, found \(LinkListByteSource.describe(byte))")
+        }
     }
 
     // MARK: Strings

@@ -8,6 +8,8 @@ public struct LinkListEntry: Sendable {
     public let text: String
     /// The parsed URL, or why the item was rejected.
     public let url: Result<ImageURL, ImageURLError>
+    /// What an object item says besides its URL (none for a string or a text line).
+    public internal(set) var options = LinkListItemOptions.none
 }
 
 extension LinkListEntry {

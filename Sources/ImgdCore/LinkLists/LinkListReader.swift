@@ -11,8 +11,11 @@ import Glibc
 ///   starting with `#` are skipped. A line that is not an http(s) URL, is not UTF-8, or is longer
 ///   than ``ImageURL/maximumLength`` is an entry carrying the error. A header comment
 ///   `# pin: 24h` before the first URL line sets ``pin``.
-/// - **JSON** (`.json`): an array of strings, `["https://a.example/1.png", …]`. Each string is
-///   decoded and judged like a text line; any other value is an entry saying it is not a string.
+/// - **JSON** (`.json`): an array of strings, `["https://a.example/1.png", …]`, and objects,
+///   `{"url": "…", "key": "…", "sha256": "…", "pin": "24h", "priority": "high"}`. Each string
+///   (each object's `url`) is decoded and judged like a text line, an object's other members
+///   become the entry's ``LinkListEntry/options``; any other value is an entry saying it is not
+///   a URL.
 /// - **Plist** (`.plist`): an XML property list, `<plist><array><string>…</string></array></plist>`.
 ///   Each `<string>` is judged like a text line; any other element is an entry saying it is not
 ///   a string. Binary plists are refused.

@@ -16,15 +16,27 @@ struct LinkListStringBuffer {
 
     /// False for a buffer that only checks (a string skipped inside a non-string element).
     private let keeps: Bool
+    /// The most bytes kept: ``ImageURL/maximumLength`` for a URL, less for an object's member
+    /// names and option values.
+    private let limit: Int
 
     init() {
         keeps = true
+        limit = ImageURL.maximumLength
         // Reserved once, so the buffer never grows past the cap.
         bytes.reserveCapacity(ImageURL.maximumLength)
     }
 
+    /// A buffer keeping at most `limit` bytes, which takes memory only once used (an object
+    /// item's member names and option values: a list of plain strings never needs it).
+    init(limit: Int) {
+        keeps = true
+        self.limit = limit
+    }
+
     private init(keeps: Bool) {
         self.keeps = keeps
+        limit = 0
     }
 
     /// A buffer that keeps nothing, for strings that are skipped.
@@ -48,7 +60,7 @@ struct LinkListStringBuffer {
         if length == 0, isWhitespace { return }
         length += 1
         if !isWhitespace { trimmedLength = length }
-        if bytes.count < ImageURL.maximumLength { bytes.append(byte) }
+        if bytes.count < limit { bytes.append(byte) }
     }
 
     /// Adds decoded bytes; the same as appending them one by one, done a run at a time.
@@ -63,7 +75,7 @@ struct LinkListStringBuffer {
             trimmedLength = length + run.distance(from: run.startIndex, to: last) + 1
         }
         length += run.count
-        let room = ImageURL.maximumLength - bytes.count
+        let room = limit - bytes.count
         if room > 0 { bytes.append(contentsOf: run.prefix(room)) }
     }
 
@@ -75,6 +87,16 @@ struct LinkListStringBuffer {
     mutating func append(_ scalar: Unicode.Scalar) {
         for byte in UTF8.encode(scalar)! { append(byte) }
     }
+
+    /// The string gathered, trimmed, when it is whole (within the cap), valid UTF-8 and holds
+    /// no lone surrogate; nil otherwise.
+    var text: String? {
+        guard trimmedLength <= limit, problem == nil else { return nil }
+        return String(validating: bytes[..<trimmedLength], as: UTF8.self)
+    }
+
+    /// Whether the string is longer than the buffer keeps.
+    var isOverLimit: Bool { trimmedLength > limit }
 
     /// The entry for the string gathered, which started at `line`.
     func entry(line: Int) -> LinkListEntry {

@@ -54,3 +54,12 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { hex }
 }
+
+extension CacheKey {
+    /// The key a caller chose for an image (an object link list's `key`, an `add` or `get`
+    /// with `key`): any string, hashed as a URL is, so a chosen key equal to a URL names that
+    /// URL's entry.
+    public init(chosen text: String) {
+        self.init(normalizedURL: text)
+    }
+}

@@ -1,0 +1,79 @@
+import Testing
+
+@testable import ImgdCore
+
+@Suite("Cache keys that leave out signatures (key-ignore-query)")
+struct CacheKeyPolicyTests {
+    private let s3 = CacheKeyPolicy(rules: [
+        .init(hosts: try! HostPattern("*.s3.amazonaws.com"), ignoredQuery: ["X-Amz-*", "Expires", "Signature", "Key-Pair-Id"].map { try! QueryNamePattern($0) }),
+        .init(hosts: try! HostPattern("exact.example.com"), ignoredQuery: [try! QueryNamePattern("sig")]),
+    ])
+
+    @Test("two URLs that differ only in their signature share one key; the rest of the query still counts")
+    func signatureIgnored() throws {
+        let first = try ImageURL("https://bucket.s3.amazonaws.com/p/1.png?w=200&X-Amz-Signature=aaa&X-Amz-Expires=60&Expires=1&Signature=x&Key-Pair-Id=k")
+        let second = try ImageURL("https://bucket.s3.amazonaws.com/p/1.png?w=200&x-amz-signature=bbb&X-Amz-Expires=3600&Expires=2&Signature=y&Key-Pair-Id=k")
+        #expect(s3.keyedURL(of: first) == "https://bucket.s3.amazonaws.com/p/1.png?w=200")
+        #expect(s3.key(for: first) == s3.key(for: second))
+        let otherWidth = try ImageURL("https://bucket.s3.amazonaws.com/p/1.png?w=300&X-Amz-Signature=aaa")
+        #expect(s3.key(for: otherWidth) != s3.key(for: first))
+        // All dropped: the `?` goes too, so the unsigned URL has the same key.
+        let signedOnly = try ImageURL("https://bucket.s3.amazonaws.com:443/p/2.png?X-Amz-Signature=aaa")
+        let unsigned = try ImageURL("https://bucket.s3.amazonaws.com/p/2.png")
+        #expect(s3.key(for: signedOnly) == s3.key(for: unsigned))
+        #expect(s3.key(for: unsigned) == unsigned.cacheKey)
+    }
+
+    @Test("other hosts, the bare domain of a wildcard, and names that merely contain a pattern keep the whole URL")
+    func scope() throws {
+        for text in [
+            "https://other.example/p.png?X-Amz-Signature=1",
+            "https://s3.amazonaws.com/p.png?X-Amz-Signature=1",
+            "https://exact.example.com/p.png?signature=1&sig2=2&xsig=3",
+            "https://sub.exact.example.com/p.png?sig=1",
+        ] {
+            let url = try ImageURL(text)
+            #expect(s3.key(for: url) == url.cacheKey, "\(text)")
+        }
+        let exact = try ImageURL("https://exact.example.com:8443/p.png?a=1&sig=2&b&=4")
+        #expect(s3.keyedURL(of: exact) == "https://exact.example.com:8443/p.png?a=1&b&=4")
+    }
+
+    @Test("the most specific pattern applies, whatever the order written")
+    func specificity() throws {
+        let policy = CacheKeyPolicy(rules: [
+            .init(hosts: try HostPattern("*.example.com"), ignoredQuery: [try QueryNamePattern("a")]),
+            .init(hosts: try HostPattern("*.cdn.example.com"), ignoredQuery: [try QueryNamePattern("b")]),
+            .init(hosts: try HostPattern("x.cdn.example.com"), ignoredQuery: []),
+        ])
+        #expect(policy.keyedURL(of: try ImageURL("https://y.cdn.example.com/p?a=1&b=2")) == "https://y.cdn.example.com/p?a=1")
+        #expect(policy.keyedURL(of: try ImageURL("https://www.example.com/p?a=1&b=2")) == "https://www.example.com/p?b=2")
+        #expect(policy.keyedURL(of: try ImageURL("https://x.cdn.example.com/p?a=1&b=2")) == "https://x.cdn.example.com/p?a=1&b=2")
+    }
+
+    @Test("patterns: * anywhere, ASCII case ignored; bad patterns say why")
+    func patterns() throws {
+        #expect(try QueryNamePattern("X-Amz-*").matches(Array("x-amz-credential".utf8)))
+        #expect(try QueryNamePattern("*-Sig*ure").matches(Array("AWS-Signature".utf8)))
+        #expect(try !QueryNamePattern("*-Sig*ure").matches(Array("AWS-Sigure2".utf8)))
+        #expect(try QueryNamePattern("a*a").matches(Array("aa".utf8)))
+        #expect(try !QueryNamePattern("a*a").matches(Array("a".utf8)))
+        #expect(try QueryNamePattern("*").matches(Array("anything".utf8)))
+        #expect(throws: HostPatternError.self) { try QueryNamePattern("a=b") }
+        #expect(throws: HostPatternError.self) { try QueryNamePattern("") }
+        #expect(throws: HostPatternError.self) { try HostPattern("images.example.com:443") }
+        #expect(throws: HostPatternError.self) { try HostPattern("a.*.example.com") }
+        #expect(throws: HostPatternError.self) { try HostPattern("*.") }
+        #expect(try HostPattern("[::1]").matches("[::1]"))
+        #expect(try HostPattern("Images.Example.COM").matches("images.example.com"))
+    }
+
+    @Test("a chosen key is hashed like a URL")
+    func chosenKey() throws {
+        #expect(CacheKey(chosen: "product-2") == CacheKey(normalizedURL: "product-2"))
+        #expect(CacheKey(chosen: "https://a.example/1.png") == (try ImageURL("https://a.example/1.png")).cacheKey)
+        #expect(SHA256Digest(hex: String(repeating: "Ab", count: 32))?.hex == String(repeating: "ab", count: 32))
+        #expect(SHA256Digest(hex: String(repeating: "g", count: 64)) == nil)
+        #expect(SHA256Digest(hex: "ab") == nil)
+    }
+}
