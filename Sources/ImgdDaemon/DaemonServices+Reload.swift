@@ -29,6 +29,7 @@ extension DaemonServices {
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
+        downloader.update(keyPolicy: applied.keyPolicy)
         // A raised max-parallel may need more descriptors than the start checked for.
         let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
         if budget.needed > limit {

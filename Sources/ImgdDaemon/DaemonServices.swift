@@ -122,7 +122,7 @@ final class DaemonServices: Sendable {
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
         do {
-            downloader = try Downloader(cache: disk, policy: config.downloadPolicy)
+            downloader = try Downloader(cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy)
         } catch {
             throw DaemonStartError(description: "\(error)")
         }

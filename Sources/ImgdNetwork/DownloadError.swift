@@ -36,6 +36,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The body does not fit under the cache's size limit, even after evicting every entry
     /// that may be evicted (the rest is pinned or being written).
     case diskFull(String)
+    /// The body's SHA-256 is not the one the request named (a list's `sha256`). Tried once
+    /// more, then final; never remembered against the URL, since the next request may name
+    /// another digest.
+    case checksumMismatch(expected: SHA256Digest, received: SHA256Digest)
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
@@ -63,6 +67,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cancelled: .cancelled
         case .disk: .disk
         case .diskFull: .diskFull
+        case .checksumMismatch: .checksumMismatch
         }
     }
 
@@ -77,6 +82,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
         case .tooManyRedirects(let limit): "more than \(limit) redirects"
         case .cancelled: "cancelled"
+        case .checksumMismatch(let expected, let received): "the body's SHA-256 is \(received), not the \(expected) asked for"
         }
     }
 
@@ -97,7 +103,12 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .connect, .timeout, .network, .truncated: true
         case .http(let status, _): [408, 425, 429, 500, 502, 503, 504].contains(status)
-        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull: false
+        // A checksum mismatch is tried once more by the engine itself (see `settle`), not by
+        // the attempts setting: a CDN node serving an old copy may be followed by one that is
+        // current, but an origin serving other bytes will not change its mind.
+        case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
+            .checksumMismatch:
+            false
         }
     }
 }

@@ -22,12 +22,17 @@ public final class Downloader: Sendable {
     private let engine: TransferEngine
     private let submitterSerial = Atomic<UInt64>(0)
     private let held = HeldRequests()
+    /// How URLs become keys; a reload may change it (``update(keyPolicy:)``).
+    private let keys: Locked<CacheKeyPolicy>
 
     /// Starts a downloader writing into `cache` under `policy`.
-    public init(cache: DiskCache, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
+    public init(
+        cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(), keyPolicy: CacheKeyPolicy = .wholeURL
+    ) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
+        keys = Locked(keyPolicy)
         engine = try TransferEngine(policy: policy, cache: cache)
         engine.start()
     }
@@ -37,13 +42,42 @@ public final class Downloader: Sendable {
         SubmitterID(rawValue: submitterSerial.add(1, ordering: .relaxed).newValue)
     }
 
-    /// The image at `url`, from disk if cached, else downloaded, validated and cached.
+    /// The key policy in use.
+    public var keyPolicy: CacheKeyPolicy { keys.withLock { $0 } }
+
+    /// Takes a new key policy (a reload): requests made from now on are keyed by it. Entries
+    /// stored under the old keys stay until evicted.
+    public func update(keyPolicy: CacheKeyPolicy) {
+        keys.withLock { $0 = keyPolicy }
+    }
+
+    /// `url`'s cache key under the key policy.
+    public func cacheKey(for url: ImageURL) -> CacheKey {
+        keys.withLock { $0 }.key(for: url)
+    }
+
+    /// The request for `url`: under the key `chosenKey` names when given, else its key under
+    /// the key policy; `sha256` is the digest its body must have.
+    public func request(for url: ImageURL, chosenKey: String? = nil, sha256: SHA256Digest? = nil) -> ImageRequest {
+        ImageRequest(url: url, key: chosenKey.map(CacheKey.init(chosen:)) ?? cacheKey(for: url), expectedSHA256: sha256)
+    }
+
+    /// The image at `url` (keyed by the key policy), from disk if cached, else downloaded,
+    /// validated and cached.
     public func fetch(
         _ url: ImageURL, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
     ) async throws(DownloadError) -> CachedImage {
-        if let image = cachedImage(for: url) { return image }
-        _ = held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil)
-        let token = FetchToken(url: url, priority: priority, submitter: submitter, held: held)
+        try await fetch(request(for: url), priority: priority, submitter: submitter)
+    }
+
+    /// The image `request` asks for, from disk if cached (with the digest it names, if any),
+    /// else downloaded, validated and cached.
+    public func fetch(
+        _ request: ImageRequest, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
+    ) async throws(DownloadError) -> CachedImage {
+        if let image = cachedImage(for: request) { return image }
+        _ = held.take(1, bytes: HeldRequests.bytes(of: request.url), limit: nil)
+        let token = FetchToken(request: request, priority: priority, submitter: submitter, held: held)
         let outcome = await withTaskCancellationHandler {
             if token.beginWaiting(), !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
             return await token.outcome
@@ -69,22 +103,43 @@ public final class Downloader: Sendable {
         _ urls: [ImageURL], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: HeldRequestLimit? = nil,
         handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
     ) -> Bool {
-        let keys = urls.map(\.cacheKey)
-        let cached = cache.lookup(keys)
-        var missing: [ImageURL] = []
-        for (url, key) in zip(urls, keys) where cached[key] == nil { missing.append(url) }
+        let policy = keys.withLock { $0 }
+        return prefetch(
+            urls.map { ImageRequest(url: $0, key: policy.key(for: $0)) }, submitter: submitter, priority: priority, limit: limit,
+            handler: handler)
+    }
+
+    /// ``prefetch(_:submitter:priority:limit:handler:)`` for requests that carry their own key,
+    /// digest and perhaps priority: an entry on disk under the key answers only when it has the
+    /// digest named.
+    @discardableResult
+    public func prefetch(
+        _ requests: [ImageRequest], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: HeldRequestLimit? = nil,
+        handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
+    ) -> Bool {
+        let cached = cache.lookup(requests.map(\.key))
+        var found: [(ImageRequest, CachedEntry)] = []
+        var missing: [ImageRequest] = []
+        for request in requests {
+            if let entry = cached[request.key], request.expectedSHA256 == nil || request.expectedSHA256 == entry.entry.sha256 {
+                found.append((request, entry))
+            } else {
+                missing.append(request)
+            }
+        }
         // Decided before any handler runs, so a refused request has no effect at all.
-        let missingBytes = missing.reduce(0) { $0 + HeldRequests.bytes(of: $1) }
+        let missingBytes = missing.reduce(0) { $0 + HeldRequests.bytes(of: $1.url) }
         guard held.take(missing.count, bytes: missingBytes, limit: limit) else { return false }
         let now = WallClock.nowMilliseconds()
-        for (url, key) in zip(urls, keys) {
-            guard let found = cached[key] else { continue }
-            cache.index.recordAccess(key, at: now)
-            handler(url, .success(CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)))
+        for (request, entry) in found {
+            cache.index.recordAccess(request.key, at: now)
+            handler(
+                request.url,
+                .success(CachedImage(url: request.url, key: request.key, path: entry.path, bytes: entry.entry.bytes, source: .disk, download: nil)))
         }
         guard !missing.isEmpty else { return true }
         let tokens = missing.map {
-            FetchToken(url: $0, priority: priority, submitter: submitter, held: held, handler: handler)
+            FetchToken(request: $0, priority: $0.priority ?? priority, submitter: submitter, held: held, handler: handler)
         }
         if !engine.send(.fetchAll(tokens)) {
             for token in tokens { token.answer(.failure(.cancelled)) }
@@ -100,24 +155,26 @@ public final class Downloader: Sendable {
     /// The bytes of the URLs of ``heldRequests`` (each request counts its URL's, once per request).
     public var heldRequestBytes: Int { held.bytes }
 
-    /// The image for `url` if the disk tier has it (checked: see ``DiskCache/lookup(_:)``).
-    private func cachedImage(for url: ImageURL) -> CachedImage? {
-        let key = url.cacheKey
-        guard let found = cache.lookup(key) else { return nil }
-        cache.index.recordAccess(key, at: WallClock.nowMilliseconds())
-        return CachedImage(url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
+    /// The image `request` asks for if the disk tier has it (checked: see
+    /// ``DiskCache/lookup(_:)``), with the digest it names.
+    private func cachedImage(for request: ImageRequest) -> CachedImage? {
+        guard let found = cache.lookup(request.key),
+            request.expectedSHA256 == nil || request.expectedSHA256 == found.entry.sha256
+        else { return nil }
+        cache.index.recordAccess(request.key, at: WallClock.nowMilliseconds())
+        return CachedImage(url: request.url, key: request.key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
     }
 
     /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.
     public func cancel(url: ImageURL) {
-        engine.send(.cancelURL(url.cacheKey, reply: nil))
+        engine.send(.cancelURL(cacheKey(for: url), reply: nil))
     }
 
     /// Cancels every request for `url`, as ``cancel(url:)`` does, and tells whether there was a
     /// download of it to cancel (queued, running, being checked or waiting for a retry).
     public func cancelDownload(of url: ImageURL) async -> Bool {
         await withCheckedContinuation { continuation in
-            if !engine.send(.cancelURL(url.cacheKey, reply: { continuation.resume(returning: $0) })) {
+            if !engine.send(.cancelURL(cacheKey(for: url), reply: { continuation.resume(returning: $0) })) {
                 continuation.resume(returning: false)
             }
         }
@@ -131,7 +188,7 @@ public final class Downloader: Sendable {
 
     /// Forgets the remembered failure of `url` (of every URL when nil), so the next request tries again.
     public func forgetFailures(of url: ImageURL? = nil) {
-        engine.send(.forgetFailures(url.map { [$0.cacheKey] }))
+        engine.send(.forgetFailures(url.map { [cacheKey(for: $0)] }))
     }
 
     /// Forgets the remembered failures of the URLs whose keys are `keys` (one command for all).

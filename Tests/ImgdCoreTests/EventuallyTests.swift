@@ -14,11 +14,14 @@ struct EventuallyTests {
         }
         #expect(await eventually { flag.withLock { $0 } })
 
+        // Giving up is bounded by polls, not by wall time (a starved pool stretches any one
+        // pause): each poll but the last follows a 5 ms pause inside the deadline, which is at
+        // most twice the timeout, so a never-true condition is asked at most 2 × 300 / 5 + 2 times.
         let clock = ContinuousClock()
         let start = clock.now
-        #expect(await eventually(timeout: .milliseconds(300)) { false } == false)
-        let waited = clock.now - start
-        #expect(waited >= .milliseconds(300))
-        #expect(waited < .seconds(5), "gave up after \(waited)")
+        let asked = Locked(0)
+        #expect(await eventually(timeout: .milliseconds(300)) { asked.withLock { $0 += 1 }; return false } == false)
+        #expect(clock.now - start >= .milliseconds(300))
+        #expect(asked.withLock { $0 } <= 122, "asked \(asked.withLock { $0 }) times")
     }
 }

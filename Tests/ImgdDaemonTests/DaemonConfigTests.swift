@@ -48,7 +48,7 @@ struct DaemonConfigTests {
     @Test("refused with FILE:LINE: invalid TOML, an unknown key, an unknown table, a value of the wrong kind", arguments: [
         ("max-parallel = 8\nmax-age = 01\n", 2, "leading zeros"),
         ("disk-limit = \"2MiB\"\ncolour = \"blue\"\n", 2, "unknown setting colour"),
-        ("disk-limit = \"2MiB\"\n\n[host.\"images.example.com\"]\nmax-per-host = 2\n", 3, "unknown table [host]"),
+        ("disk-limit = \"2MiB\"\n\n[origin.\"images.example.com\"]\nmax-per-host = 2\n", 3, "unknown table [origin]"),
         ("[[mirrors]]\nurl = \"x\"\n", 1, "unknown setting mirrors"),
         ("max-parallel = 2048\n", 1, "max-parallel: a whole number from 1 to 1024"),
         ("max-parallel = 1.5\n", 1, "max-parallel"),

@@ -365,7 +365,7 @@ struct DaemonServiceTests {
             ("disk-limit = 2MiB\n", 1, "2MiB"),
             ("disk-limit = \"2MiB\"\nmax-parallel = 01\n", 2, "leading zeros"),
             ("disk-limit = \"2MiB\"\nmax-age = \"\"\"\n12h\n", 4, "not closed"),
-            ("max-parallel = 4\n[host.\"images.example.com\"]\nmax-per-host = 2\n", 2, "unknown table [host]"),
+            ("max-parallel = 4\n[origin.\"images.example.com\"]\nmax-per-host = 2\n", 2, "unknown table [origin]"),
             ("ca-file = \"/nonexistent/ca.pem\"\n", 1, "ca-file: cannot read /nonexistent/ca.pem"),
         ])
     func badConfigurationFile(text: String, line: Int, mentions: String) async throws {

@@ -32,6 +32,8 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case disk
     /// The body does not fit under the cache's size limit, even after evicting what may be evicted.
     case diskFull = "disk_full"
+    /// The body's SHA-256 is not the one the list or request named (after one more try).
+    case checksumMismatch = "checksum_mismatch"
     /// A line of a link list is not a URL imgd fetches.
     case badURL = "bad_url"
     /// A link list that cannot be read or is refused whole.

@@ -67,5 +67,10 @@ public struct LinkListItemError: Error, Sendable, Equatable, CustomStringConvert
     public let field: String
     public let reason: String
 
+    public init(field: String, reason: String) {
+        self.field = field
+        self.reason = reason
+    }
+
     public var description: String { "bad \(field): \(reason)" }
 }

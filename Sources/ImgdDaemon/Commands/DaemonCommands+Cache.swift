@@ -10,28 +10,35 @@ extension DaemonCommands {
     /// miss. The memory tier is asked by ``answerAtOnce()``, on the event loop; `get()`, which
     /// runs only when that found nothing, asks the disk tier.
     func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
-        let url = try url()
+        let image = try imageRequest()
         let data = try request.bool("data", default: false)
         let need: CacheNeed = data ? .bytes : .file
         let tiers = services.tiers
         let found: CacheHit?
         if tier == .memory {
-            found = tiers.memoryLookup(url.cacheKey, needs: need)
-            if data, let found { try checkDataSize(found.entry.entry.bytes) }
+            found = tiers.memoryLookup(image.key, needs: need)
+            if data, let found, Self.hasDigest(found, image) { try checkDataSize(found.entry.entry.bytes) }
         } else if data {
             // The size first, from the index: an image too large to return is never read.
-            guard let entry = tiers.diskLookup(url.cacheKey, needs: .file) else { return nil }
+            guard let entry = tiers.diskLookup(image.key, needs: .file), Self.hasDigest(entry, image) else { return nil }
             try checkDataSize(entry.entry.entry.bytes)
-            found = tiers.diskLookup(url.cacheKey, needs: .bytes)
+            found = tiers.diskLookup(image.key, needs: .bytes)
         } else {
-            found = tiers.diskLookup(url.cacheKey, needs: .file)
+            found = tiers.diskLookup(image.key, needs: .file)
         }
-        guard let hit = found else { return nil }
+        // An entry with another digest than the one asked for is a miss: `get` fetches again.
+        guard let hit = found, Self.hasDigest(hit, image) else { return nil }
         services.counters.update { counters in
             counters.gets += 1
             if hit.source == .disk { counters.diskHits += 1 }
         }
         return Self.json(hit, source: hit.source, data: need == .bytes)
+    }
+
+    /// Whether `hit` is the image `image` asks for: any entry under its key, or only one with
+    /// the digest it names.
+    static func hasDigest(_ hit: CacheHit, _ image: ImageRequest) -> Bool {
+        image.expectedSHA256 == nil || image.expectedSHA256 == hit.entry.entry.sha256
     }
 
     /// `too_large` for an image over `max-data-bytes`, which `data: true` would hold in memory
@@ -47,7 +54,7 @@ extension DaemonCommands {
         var keys: [CacheKey] = []
         for text in try request.strings("urls") {
             guard let url = try? ImageURL(text) else { throw .invalidArgument(field: "urls", reason: "\(text) is not an http(s) URL") }
-            keys.append(url.cacheKey)
+            keys.append(services.downloader.cacheKey(for: url))
         }
         for key in keys { services.memory.remove(key) }
         let pass: EvictionPass

@@ -13,24 +13,79 @@ extension DaemonCommands {
             throw .invalidArgument(
                 field: "urls", reason: "\(count) URLs, over the limit of \(config.maxAddURLs) in one add (max-add-urls); send them in several")
         }
-        let texts = try request.strings("urls")
+        let items = try addItems()
         let priority = try request.choice("priority", of: ["high", "normal"], default: "normal")
         let pin = try pinDuration()
-        var accepted: [ImageURL] = []
+        var requests: [ImageRequest] = []
+        // Pins of items that name their own, by key (the handler sees the key).
+        var pins: [CacheKey: Int] = [:]
         var rejected: [JSONValue] = []
-        for text in texts {
-            do {
-                accepted.append(try ImageURL(text))
-            } catch {
+        for (text, options) in items {
+            let parsed: Result<ImageRequest, ImageURLError>
+            switch options {
+            case .success(let options):
+                do {
+                    let url = try ImageURL(text)
+                    var request = services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+                    if options.isHighPriority { request.priority = .onDemand }
+                    if let own = options.pin { pins[request.key] = Int(own.components.seconds) * 1000 }
+                    requests.append(request)
+                    continue
+                } catch {
+                    parsed = .failure(error)
+                }
+            case .failure(let reason):
+                parsed = .failure(.malformed(text, reason: reason.description))
+            }
+            if case .failure(let error) = parsed {
                 rejected.append(["url": .string(text), "code": .string(FailureCode.badURL.rawValue), "message": .string("\(error)")])
             }
         }
         let queued = services.downloader.prefetch(
-            accepted, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit,
-            handler: outcomeReporter(pin: pin))
+            requests, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit,
+            handler: outcomeReporter(pin: pin, pins: pins))
         guard queued else { throw .queueFull(requests: config.maxQueued, bytes: config.maxQueuedBytes) }
-        logChange("add: \(accepted.count) URLs queued")
-        return ["accepted": JSONValue(accepted.count), "rejected": .array(rejected)]
+        logChange("add: \(requests.count) URLs queued")
+        return ["accepted": JSONValue(requests.count), "rejected": .array(rejected)]
+    }
+
+    /// `add`'s `urls`: each a URL string, or an object with `url` and the options of an object
+    /// link list item (`key`, `sha256`, `pin`, `priority`; others ignored). A bad option
+    /// rejects its item, not the add.
+    private func addItems() throws(ControlError) -> [(url: String, options: Result<LinkListItemOptions, LinkListItemError>)] {
+        guard let value = request.value("urls") else { throw .invalidArgument(field: "urls", reason: "is required") }
+        guard let elements = value.arrayValue else {
+            throw .invalidArgument(field: "urls", reason: "must be an array of URL strings and objects, not \(value.kindDescription)")
+        }
+        guard !elements.isEmpty else { throw .invalidArgument(field: "urls", reason: "must not be empty") }
+        var items: [(url: String, options: Result<LinkListItemOptions, LinkListItemError>)] = []
+        items.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            if let text = element.stringValue {
+                items.append((text, .success(.none)))
+                continue
+            }
+            guard let object = element.objectValue, let url = object["url"]?.stringValue else {
+                throw .invalidArgument(
+                    field: "urls", reason: "element \(index) must be a URL string or an object with a \"url\" string, not \(element.kindDescription)")
+            }
+            var options = LinkListItemOptions()
+            var problem: LinkListItemError?
+            for field in ["key", "sha256", "pin", "priority"] {
+                guard let member = object[field], member != .null else { continue }
+                guard let text = member.stringValue else {
+                    problem = problem ?? LinkListItemError(field: field, reason: "not a string but \(member.kindDescription)")
+                    continue
+                }
+                do {
+                    try options.set(field, to: text)
+                } catch {
+                    problem = problem ?? error
+                }
+            }
+            items.append((url, problem.map { .failure($0) } ?? .success(options)))
+        }
+        return items
     }
 
     /// The `pin` argument, in milliseconds.
@@ -46,11 +101,11 @@ extension DaemonCommands {
     /// What becomes of a URL queued by `add`, `retry` or `get`: its outcome recorded (a
     /// `fetched` or `failed` event, a failure counted by its code in `stats`), as the spool's
     /// lists record theirs; a success is pinned for `pin` milliseconds when given.
-    func outcomeReporter(pin: Int? = nil) -> @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void {
+    func outcomeReporter(pin: Int? = nil, pins: [CacheKey: Int] = [:]) -> @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void {
         let outcomes = services.outcomes
         let disk = services.disk
         return { url, result in
-            if let pin, case .success(let image) = result {
+            if case .success(let image) = result, let pin = pins[image.key] ?? pin {
                 try? disk.index.pin(image.key, until: WallClock.nowMilliseconds() + pin)
             }
             outcomes.record(url, result)
@@ -58,7 +113,8 @@ extension DaemonCommands {
     }
 
     func get() async throws(ControlError) -> JSONValue {
-        let url = try url()
+        let image = try imageRequest()
+        let url = image.url
         let fetch = try request.bool("fetch", default: true)
         let wait = try request.bool("wait", default: true)
         let data = try request.bool("data", default: false)
@@ -74,23 +130,26 @@ extension DaemonCommands {
             // No task per request: a held token, counted against max-queued like an add's.
             let limit = services.config.withLock { $0.heldRequestLimit }
             // Its outcome is recorded like a waiting get's: the reply went out already.
-            guard downloader.prefetch([url], submitter: .interactive, priority: .onDemand, limit: limit, handler: outcomeReporter()) else {
+            guard downloader.prefetch([image], submitter: .interactive, priority: .onDemand, limit: limit, handler: outcomeReporter()) else {
                 throw .queueFull(requests: limit.requests, bytes: limit.bytes)
             }
             return ["pending": true]
         }
-        let image: CachedImage
+        let fetched: CachedImage
         do {
-            image = try await downloader.fetch(url, priority: .onDemand)
-            services.outcomes.record(url, .success(image))
+            fetched = try await downloader.fetch(image, priority: .onDemand)
+            services.outcomes.record(url, .success(fetched))
         } catch {
             services.outcomes.record(url, .failure(error))
             throw .other(code: error.code, message: error.message)
         }
-        if data { try checkDataSize(image.bytes) }
-        guard let hit = services.tiers.lookup(url.cacheKey, needs: need) else {
+        // A new body under the key (a digest asked for, a signed URL's other form) replaces
+        // what the memory tier may hold of the old one.
+        if fetched.source == .network { services.memory.remove(image.key) }
+        if data { try checkDataSize(fetched.bytes) }
+        guard let hit = services.tiers.lookup(image.key, needs: need) else {
             throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
-        return Self.json(hit, source: image.source == .network ? .network : hit.source, data: data)
+        return Self.json(hit, source: fetched.source == .network ? .network : hit.source, data: data)
     }
 }

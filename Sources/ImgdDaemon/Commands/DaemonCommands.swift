@@ -70,6 +70,22 @@ struct DaemonCommands {
         }
     }
 
+    /// `get`'s image: its `url`, stored under the `key` it chose or the URL's key under the
+    /// host tables' `key-ignore-query`, wanting the `sha256` it names, if any.
+    func imageRequest() throws(ControlError) -> ImageRequest {
+        let url = try url()
+        var options = LinkListItemOptions()
+        for field in ["key", "sha256"] {
+            guard let text = try request.optionalString(field) else { continue }
+            do {
+                try options.set(field, to: text)
+            } catch {
+                throw .invalidArgument(field: field, reason: error.reason)
+            }
+        }
+        return services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+    }
+
     func hello() -> JSONValue {
         ["protocol": 1, "version": .string(ImgdVersion.string), "features": JSONValue(Self.features)]
     }

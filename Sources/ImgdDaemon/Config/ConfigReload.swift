@@ -28,6 +28,11 @@ public struct ConfigReload: Sendable {
             guard new != setting.show(running) else { continue }
             changes.append(Change(key: setting.name, value: new, applied: setting.reloadable))
         }
+        // Host tables come only from the file and always reload with it.
+        if loaded.hosts != running.hosts {
+            applied.hosts = loaded.hosts
+            changes.append(Change(key: "host tables", value: HostSettings.summary(loaded.hosts), applied: true))
+        }
         self.changes = changes
         self.applied = applied
     }

@@ -25,6 +25,10 @@ extension DaemonConfig {
                 throw ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
             }
             for entry in document.root.entries {
+                if entry.key == "host" {
+                    config.hosts = try HostSettings.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line)
+                    continue
+                }
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
             }
         }

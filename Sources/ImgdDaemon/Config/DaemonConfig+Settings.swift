@@ -136,7 +136,7 @@ extension DaemonConfig {
         guard let setting = Self.settingsByName[key] else {
             let known = Self.settingNames.joined(separator: ", ")
             if case .table = value {
-                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys (known: \(known))")
+                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys, and the only tables are [host.\"PATTERN\"] (known settings: \(known))")
             }
             throw ConfigError(origin: origin, reason: "unknown setting \(key) (known: \(known))")
         }

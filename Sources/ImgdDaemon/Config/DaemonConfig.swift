@@ -74,6 +74,12 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxQueuedBytes = HeldRequestLimit().bytes
     /// The two held-request bounds, as the downloader takes them.
     public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
+    /// `[host."pattern"]` tables (file only; reloadable).
+    public var hosts: [HostSettings] = []
+    /// How URLs become cache keys, from the host tables' `key-ignore-query`.
+    public var keyPolicy: CacheKeyPolicy {
+        CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery) })
+    }
     /// The largest image `get` returns inline with `data: true`
     /// (``DaemonCommands/defaultMaxDataBytes``).
     public var maxDataBytes = DaemonCommands.defaultMaxDataBytes

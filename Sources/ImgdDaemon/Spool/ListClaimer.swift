@@ -288,7 +288,7 @@ actor ListClaimer {
     private func recordLines(_ reader: inout LinkListReader, list: Int, maxLines: Int, total: inout Int)
         throws(SQLiteError) -> Reading
     {
-        var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)] = []
+        var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions)] = []
         var sliceBytes = 0
         var seq = 0
         var pinRead = false
@@ -304,7 +304,7 @@ actor ListClaimer {
             } catch {
                 seq += 1
                 let line: Int = if case .malformed(_, let line, _) = error { line } else { 0 }
-                slice.append((seq, line, "", (FailureCode.badList.rawValue, "\(error)")))
+                slice.append((seq, line, "", (FailureCode.badList.rawValue, "\(error)"), .none))
                 break
             }
             if !pinRead {
@@ -315,12 +315,12 @@ actor ListClaimer {
             seq += 1
             guard seq <= maxLines else {
                 let message = "too large: more than max-list-lines (\(maxLines)) entries; the list was read up to line \(entry.line)"
-                slice.append((seq, entry.line, "", (FailureCode.badList.rawValue, message)))
+                slice.append((seq, entry.line, "", (FailureCode.badList.rawValue, message), .none))
                 break
             }
             switch entry.url {
-            case .success(let url): slice.append((seq, entry.line, url.normalized, nil))
-            case .failure(let error): slice.append((seq, entry.line, entry.text, (FailureCode.badURL.rawValue, "\(error)")))
+            case .success(let url): slice.append((seq, entry.line, url.normalized, nil, entry.options))
+            case .failure(let error): slice.append((seq, entry.line, entry.text, (FailureCode.badURL.rawValue, "\(error)"), .none))
             }
             sliceBytes += slice[slice.count - 1].url.utf8.count
             if slice.count >= Self.sliceLines || sliceBytes >= Self.sliceBytes {

@@ -62,6 +62,8 @@ public struct ListFailure: Sendable, Equatable {
     public let url: String
     public let code: String
     public let message: String
+    /// The key its item chose, if it did (an object item's `key`).
+    public var chosenKey: String? = nil
 }
 
 /// The daemon's state database (`<state>/imgd-state.sqlite`, WAL): the lists it has claimed
@@ -113,6 +115,10 @@ public final class ListStore: Sendable {
             code TEXT,
             message TEXT,
             bytes INTEGER,
+            item_key TEXT,
+            sha256 TEXT,
+            pin_ms INTEGER,
+            high INTEGER,
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
@@ -164,6 +170,18 @@ public final class ListStore: Sendable {
         if (try? connection.statement("SELECT owner FROM lists LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE lists ADD COLUMN owner INTEGER")
         }
+        // And before object items' options (NULL: a plain URL).
+        if (try? connection.statement("SELECT item_key FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("""
+                ALTER TABLE list_urls ADD COLUMN item_key TEXT;
+                ALTER TABLE list_urls ADD COLUMN sha256 TEXT;
+                ALTER TABLE list_urls ADD COLUMN pin_ms INTEGER;
+                ALTER TABLE list_urls ADD COLUMN high INTEGER;
+                """)
+        }
+        // The high-priority items still pending, read before the rest: a partial index, so a
+        // list without any costs nothing.
+        try connection.execute("CREATE INDEX IF NOT EXISTS list_urls_high ON list_urls(list_id, seq) WHERE high = 1 AND state = 0")
         self.connection = Locked(connection)
     }
 
@@ -223,11 +241,22 @@ public final class ListStore: Sendable {
     public func addLines(
         list: Int, _ lines: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)]
     ) throws(SQLiteError) {
+        try addLines(list: list, lines.map { ($0.seq, $0.line, $0.url, $0.failure, LinkListItemOptions.none) })
+    }
+
+    /// Records a slice of a list's lines (in one transaction): URLs as pending with their
+    /// item's options, bad lines as failed with their code and message.
+    public func addLines(
+        list: Int,
+        _ lines: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions)]
+    ) throws(SQLiteError) {
         guard !lines.isEmpty else { return }
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
-                let insert = try connection.statement(
-                    "INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                let insert = try connection.statement("""
+                    INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                    """)
                 var pending = 0
                 var failed = 0
                 for entry in lines {
@@ -239,6 +268,10 @@ public final class ListStore: Sendable {
                     insert.bind(5, (entry.failure == nil ? URLState.pending : .failed).rawValue)
                     insert.bind(6, entry.failure?.code)
                     insert.bind(7, entry.failure?.message)
+                    insert.bind(8, entry.options.key)
+                    insert.bind(9, entry.options.sha256?.hex)
+                    insert.bind(10, entry.options.pin.map { Int($0.components.seconds) * 1000 })
+                    insert.bind(11, entry.options.isHighPriority ? 1 : nil)
                     try insert.step()
                     if entry.failure == nil { pending += 1 } else { failed += 1 }
                 }
@@ -385,17 +418,32 @@ public final class ListStore: Sendable {
 
     // MARK: - Progress
 
-    /// Up to `limit` pending URLs of `list` after `seq`, in list order.
-    public func pendingURLs(list: Int, after seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, url: String)] {
+    /// Up to `limit` pending URLs of `list` after `seq`, in list order: the items marked
+    /// `high` when `high` is true, the others when false.
+    public func pendingURLs(list: Int, after seq: Int, limit: Int, high: Bool = false) throws(SQLiteError) -> [PendingURL] {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement(
-                "SELECT seq, url FROM list_urls WHERE list_id = ?1 AND state = 0 AND seq > ?2 ORDER BY seq LIMIT ?3")
+                high
+                    ? """
+                    SELECT seq, url, item_key, sha256, pin_ms FROM list_urls INDEXED BY list_urls_high
+                    WHERE list_id = ?1 AND high = 1 AND state = 0 AND seq > ?2 ORDER BY seq LIMIT ?3
+                    """
+                    : """
+                    SELECT seq, url, item_key, sha256, pin_ms FROM list_urls
+                    WHERE list_id = ?1 AND state = 0 AND seq > ?2 AND high IS NULL ORDER BY seq LIMIT ?3
+                    """)
             defer { statement.reset() }
             statement.bind(1, list)
             statement.bind(2, seq)
             statement.bind(3, limit)
-            var found: [(Int, String)] = []
-            while try statement.step() { found.append((statement.int(0), statement.string(1) ?? "")) }
+            var found: [PendingURL] = []
+            while try statement.step() {
+                var options = LinkListItemOptions(isHighPriority: high)
+                options.key = statement.string(2)
+                options.sha256 = statement.string(3).flatMap(SHA256Digest.init(hex:))
+                options.pin = statement.optionalInt(4).map { .milliseconds($0) }
+                found.append(PendingURL(seq: statement.int(0), url: statement.string(1) ?? "", options: options))
+            }
             return found
         }
     }
@@ -618,7 +666,7 @@ public final class ListStore: Sendable {
     public func failures(list: Int, after seq: Int, limit: Int) throws(SQLiteError) -> [(seq: Int, failure: ListFailure)] {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement(
-                "SELECT seq, line, url, code, message FROM list_urls WHERE list_id = ?1 AND state = 3 AND seq > ?2 ORDER BY seq LIMIT ?3")
+                "SELECT seq, line, url, code, message, item_key FROM list_urls WHERE list_id = ?1 AND state = 3 AND seq > ?2 ORDER BY seq LIMIT ?3")
             defer { statement.reset() }
             statement.bind(1, list)
             statement.bind(2, seq)
@@ -627,7 +675,7 @@ public final class ListStore: Sendable {
             while try statement.step() {
                 found.append((statement.int(0), ListFailure(
                     line: statement.int(1), url: statement.string(2) ?? "", code: statement.string(3) ?? "",
-                    message: statement.string(4) ?? "")))
+                    message: statement.string(4) ?? "", chosenKey: statement.string(5))))
             }
             return found
         }

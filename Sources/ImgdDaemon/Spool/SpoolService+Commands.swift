@@ -58,8 +58,16 @@ extension SpoolService {
             // failures first (theirs only — what other lists and clients failed stays remembered).
             var after = 0
             while let page = try? store.failures(list: record.id, after: after, limit: 1000), let last = page.last {
-                // Keys from the stored (normalised) URLs: no URL parse per failure on this queue.
-                downloader.forgetFailures(of: page.map { CacheKey(normalizedURL: $0.failure.url) })
+                // Keys as the items were requested: a chosen one, else from the stored
+                // (normalised) URL — parsed again only when host tables leave query out of keys.
+                let policy = downloader.keyPolicy
+                downloader.forgetFailures(of: page.map { row in
+                    if let chosen = row.failure.chosenKey { return CacheKey(chosen: chosen) }
+                    guard !policy.rules.isEmpty, let url = try? ImageURL(row.failure.url) else {
+                        return CacheKey(normalizedURL: row.failure.url)
+                    }
+                    return policy.key(for: url)
+                })
                 after = last.seq
             }
             let requeued: Int

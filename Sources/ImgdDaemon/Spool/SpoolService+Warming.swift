@@ -26,22 +26,32 @@ extension SpoolService {
             guard var run = runs[id], !run.exhausted, !run.cancelled else { continue }
             let room = Self.window - run.outstanding
             guard room >= Self.window / 4 else { continue }  // refill in batches, not one by one
-            let rows = (try? store.pendingURLs(list: id, after: run.cursor, limit: room)) ?? []
-            guard let last = rows.last else {
-                run.exhausted = true
-                runs[id] = run
-                finishIfDone(id)
-                continue
+            // The items marked `high` first (their own index: none costs nothing), then the rest.
+            var rows: [PendingURL] = []
+            if let highCursor = run.highCursor {
+                rows = (try? store.pendingURLs(list: id, after: highCursor, limit: room, high: true)) ?? []
+                run.highCursor = rows.last?.seq
             }
-            run.cursor = last.seq
-            var urls: [ImageURL] = []
+            if rows.isEmpty {
+                rows = (try? store.pendingURLs(list: id, after: run.cursor, limit: room)) ?? []
+                guard let last = rows.last else {
+                    run.exhausted = true
+                    runs[id] = run
+                    finishIfDone(id)
+                    continue
+                }
+                run.cursor = last.seq
+            }
+            var urls: [ImageRequest] = []
             for row in rows {
                 guard let url = try? ImageURL(row.url) else {
                     outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
                     continue
                 }
-                urls.append(url)
-                run.inFlight[url.normalized, default: []].append(row.seq)
+                var request = downloader.request(for: url, chosenKey: row.options.key, sha256: row.options.sha256)
+                if row.options.isHighPriority { request.priority = .onDemand }
+                urls.append(request)
+                run.inFlight[url.normalized, default: []].append((row.seq, row.options.pin.map { Int($0.components.seconds) * 1000 }))
             }
             run.outstanding += urls.count
             runs[id] = run
@@ -76,7 +86,7 @@ extension SpoolService {
     func answered(list id: Int, url: ImageURL, result: Result<CachedImage, DownloadError>) {
         // In place (`runs[id]!`): a copy of the run, changed and stored back, would copy its
         // in-flight table (up to `window` URLs) for every answer.
-        guard let seq = runs[id]?.inFlight[url.normalized]?.first else { return }
+        guard let (seq, ownPin) = runs[id]?.inFlight[url.normalized]?.first else { return }
         runs[id]!.inFlight[url.normalized]!.removeFirst()
         if runs[id]!.inFlight[url.normalized]!.isEmpty { runs[id]!.inFlight[url.normalized] = nil }
         runs[id]!.outstanding -= 1
@@ -84,7 +94,7 @@ extension SpoolService {
         switch result {
         case .success(let image):
             outcomes.append((id, seq, image.source == .network ? .cached(bytes: image.bytes) : .alreadyCached(bytes: image.bytes)))
-            if let pin = run.pinMilliseconds { pins.append((image.key, WallClock.nowMilliseconds() + pin)) }
+            if let pin = ownPin ?? run.pinMilliseconds { pins.append((image.key, WallClock.nowMilliseconds() + pin)) }
             if image.source == .network, let download = image.download {
                 onEvent(.fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue))
             }

@@ -72,8 +72,11 @@ public actor SpoolService {
         let pinMilliseconds: Int?
         /// The last seq read from the database; the next read starts after it.
         var cursor = 0
-        /// Seqs handed to the downloader, by normalised URL (a URL may appear twice in a list).
-        var inFlight: [String: [Int]] = [:]
+        /// The same for the items marked `high`, which are read first; nil once they are all read.
+        var highCursor: Int? = 0
+        /// Seqs handed to the downloader with their item's own pin, by normalised URL (a URL may
+        /// appear twice in a list).
+        var inFlight: [String: [(seq: Int, pin: Int?)]] = [:]
         var outstanding = 0
         /// True once every pending URL has been read.
         var exhausted = false

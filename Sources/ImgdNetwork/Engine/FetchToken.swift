@@ -18,6 +18,8 @@ final class FetchToken: Sendable {
 
     let url: ImageURL
     let key: CacheKey
+    /// The digest this request wants its body to have, if any.
+    let expectedSHA256: SHA256Digest?
     let priority: FetchPriority
     let submitter: SubmitterID
     private let handler: Handler?
@@ -27,14 +29,20 @@ final class FetchToken: Sendable {
     private let held: HeldRequests?
     private let state = Locked(State())
 
-    init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
-        self.url = url
-        self.key = url.cacheKey
+    init(request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
+        self.url = request.url
+        self.key = request.key
+        self.expectedSHA256 = request.expectedSHA256
         self.priority = priority
         self.submitter = submitter
         self.held = held
         self.handler = handler
         result = handler == nil ? Promise() : nil
+    }
+
+    /// A request for `url` under its own key.
+    convenience init(url: ImageURL, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
+        self.init(request: ImageRequest(url: url), priority: priority, submitter: submitter, held: held, handler: handler)
     }
 
     /// Called by the waiting task before the request goes to the engine. If the wait was

@@ -22,6 +22,9 @@ final class Job {
 
     let url: ImageURL
     let key: CacheKey
+    /// The digest the first waiter named, checked by the publisher; a waiter that joined naming
+    /// another is answered `checksum_mismatch` if the body has the job's.
+    let expectedSHA256: SHA256Digest?
     /// Unique per engine: tells this job from a later one for the same key.
     let serial: UInt64
     var waiters: [FetchToken] = []
@@ -43,6 +46,7 @@ final class Job {
         self.serial = serial
         url = waiter.url
         key = waiter.key
+        expectedSHA256 = waiter.expectedSHA256
         priority = waiter.priority
         submitter = waiter.submitter
         waiters = [waiter]

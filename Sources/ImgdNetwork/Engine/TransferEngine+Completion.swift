@@ -1,4 +1,5 @@
 import CCurlShim
+import ImgdCore
 
 /// How a transfer ends: what libcurl and the callbacks saw is classified (``conclude(_:result:)``),
 /// a whole body goes to the publisher, and its verdict or the failure settles the job — finished,
@@ -45,6 +46,10 @@ extension TransferEngine {
             disk.freeSpace(Self.spaceToFreeOnENOSPC) { [weak self] in
                 _ = self?.send(.spaceFreed(key, jobSerial: serial))
             }
+        case .failure(let error) where error.failureCode == .checksumMismatch && job.attempts < 2:
+            // Once more, whatever the attempts setting: a cache in front of the origin may have
+            // served an older copy.
+            scheduleRetry(job, after: error)
         case .failure(let error):
             if error.isTransient, job.attempts < policy.retry.maxAttempts {
                 scheduleRetry(job, after: error)
@@ -116,7 +121,7 @@ extension TransferEngine {
             finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
-            duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts))
+            duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256))
     }
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on
@@ -135,15 +140,24 @@ extension TransferEngine {
         case .failure(let error):
             counters.failed += 1
             // Only what the URL did is remembered: a full disk or cache says nothing about the
-            // URL, and once space is back the next request must fetch it.
-            if remember, !error.isLocal {
+            // URL, and once space is back the next request must fetch it; a checksum mismatch
+            // is about the digest asked for, which the next request may name differently.
+            if remember, !error.isLocal, error.failureCode != .checksumMismatch {
                 failures.remember(job.key, url: job.url.normalized, error: error, until: .now + policy.failureMemory)
             }
         }
         // Published before the answers: a caller that reads the statistics once answered finds
         // its own outcome counted (else it waited for the end of the loop's turn).
         publishStatistics()
-        for token in job.waiters { token.answer(outcome) }
+        for token in job.waiters {
+            if case .success(let image) = outcome, let wanted = token.expectedSHA256, let received = image.download?.sha256,
+                wanted != received
+            {
+                token.answer(.failure(.checksumMismatch(expected: wanted, received: received)))
+            } else {
+                token.answer(outcome)
+            }
+        }
         job.waiters = []
     }
 }

@@ -24,11 +24,13 @@ final class ArrivedBody: Sendable {
     let contentType: String?
     let duration: Duration
     let attempts: Int
+    /// The digest the request named; a body with another is refused before it is published.
+    let expectedSHA256: SHA256Digest?
 
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
         reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
-        contentType: String?, duration: Duration, attempts: Int
+        contentType: String?, duration: Duration, attempts: Int, expectedSHA256: SHA256Digest? = nil
     ) {
         self.url = url
         self.key = key
@@ -44,5 +46,6 @@ final class ArrivedBody: Sendable {
         self.contentType = contentType
         self.duration = duration
         self.attempts = attempts
+        self.expectedSHA256 = expectedSHA256
     }
 }

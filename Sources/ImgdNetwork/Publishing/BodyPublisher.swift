@@ -200,8 +200,9 @@ actor BodyPublisher {
         do throws(DownloadError) {
             // Checked before it touches the disk, then written straight to its final name (a temp
             // file and a rename only when an older file has that name: see CacheDirectory.publishNew).
-            let info = try validate(MemoryByteSource(body.buffer))
             let digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
+            try Self.check(digest, of: body)
+            let info = try validate(MemoryByteSource(body.buffer))
             let file: TempFile
             do {
                 if let path = try cache.publishNew(body.buffer, as: body.key) {
@@ -235,6 +236,7 @@ actor BodyPublisher {
             return .failure(.disk("the spilled body's file holds \(status.st_size) of the \(body.bytes) bytes written to it", outOfSpace: false))
         }
         do throws(DownloadError) {
+            try Self.check(spilled.digest, of: body)
             let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes))
             return .success(image(body, at: try rename(spilled.file, as: body.key), digest: spilled.digest, info: info))
         } catch {
@@ -260,6 +262,13 @@ actor BodyPublisher {
             contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
             duration: body.duration, attempts: body.attempts)
         return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
+    }
+
+    /// The body's digest against the one its request named, if any: a body that differs is
+    /// not the image asked for, whatever it looks like, and never gets the entry's name.
+    private static func check(_ digest: SHA256Digest, of body: ArrivedBody) throws(DownloadError) {
+        guard let expected = body.expectedSHA256, expected != digest else { return }
+        throw .checksumMismatch(expected: expected, received: digest)
     }
 
     private nonisolated func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {
