@@ -53,6 +53,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("timeout")) var timeout: String?
     @Option(help: .setting("proxy")) var proxy: String?
     @Option(help: .setting("ca-file")) var caFile: String?
+    @Option(help: .setting("headers-file")) var headersFile: String?
     @Option(help: .setting("deny")) var deny: [String] = []
     @Option(help: .setting("deny-defaults")) var denyDefaults: String?
     @Option(help: .setting("max-connections")) var maxConnections: String?

@@ -40,6 +40,17 @@ extension DaemonConfig {
             help: SettingHelp(
                 "A file of PEM certificates (a private CA) trusted for https instead of the system's store", valueName: "path")),
         DaemonSetting(
+            "headers-file", \.headersFile, reloadable: true,
+            help: SettingHelp(
+                "A file of [host.\"PATTERN\"] tables (headers with tokens), readable only by imgd's user", valueName: "path"),
+            show: { $0 ?? "" }, spell: { $0 }
+        ) { value throws(SettingError) in
+            let path = try value.text()
+            guard !path.isEmpty else { return nil }
+            try HostSettings.checkSecretFile(path)
+            return DaemonConfig.absolute(path)
+        },
+        DaemonSetting(
             "deny", \.deny, reloadable: false,
             help: "Also refuse connections to this address range (CIDR); repeatable; added to the default list",
             show: { $0.joined(separator: ",") }, spell: { $0.isEmpty ? nil : $0.joined(separator: ",") }

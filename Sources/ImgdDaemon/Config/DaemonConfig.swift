@@ -74,11 +74,14 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxQueuedBytes = HeldRequestLimit().bytes
     /// The two held-request bounds, as the downloader takes them.
     public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
+    /// A TOML file of `[host."pattern"]` tables kept apart from the configuration (for secrets:
+    /// it must be readable only by the daemon's user); nil (the default) for none.
+    public var headersFile: String?
     /// `[host."pattern"]` tables (file only; reloadable).
     public var hosts: [HostSettings] = []
     /// How URLs become cache keys, from the host tables' `key-ignore-query`.
     public var keyPolicy: CacheKeyPolicy {
-        CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery) })
+        CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery ?? []) })
     }
     /// The largest image `get` returns inline with `data: true`
     /// (``DaemonCommands/defaultMaxDataBytes``).
@@ -116,6 +119,7 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.totalTimeout = timeout
         policy.proxy = proxy
         policy.caFile = caFile
+        policy.hosts = HostRules(rules: hosts.map(\.rule))
         // `deny` was checked when set, so every range parses.
         policy.addresses = AddressPolicy(
             deniedRanges: (denyDefaults ? AddressPolicy.default.deniedRanges : []) + deny.compactMap(IPRange.init))

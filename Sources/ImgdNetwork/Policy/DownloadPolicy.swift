@@ -43,6 +43,8 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// How long a list's transfer may hold a slot beyond its fair share while another list
     /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
     public var fairShareGrace: Duration = .seconds(10)
+    /// Per-host caps, headers and request rates (none by default).
+    public var hosts = HostRules.none
 
     public init() {}
 }
