@@ -122,7 +122,9 @@ final class DaemonServices: Sendable {
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
         do {
-            downloader = try Downloader(cache: disk, policy: config.downloadPolicy)
+            let tierLog = TierFallbackLog(logger: logger)
+            downloader = try Downloader(
+                cache: disk, policy: config.downloadPolicy, onTierFallback: { tier, cause in tierLog.note(tier: tier, cause: cause) })
         } catch {
             throw DaemonStartError(description: "\(error)")
         }

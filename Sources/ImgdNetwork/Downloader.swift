@@ -23,12 +23,18 @@ public final class Downloader: Sendable {
     private let submitterSerial = Atomic<UInt64>(0)
     private let held = HeldRequests()
 
-    /// Starts a downloader writing into `cache` under `policy`.
-    public init(cache: DiskCache, policy: DownloadPolicy = DownloadPolicy()) throws(CurlSetupError) {
+    /// Starts a downloader writing into `cache` under `policy`. `onTierFallback` is told of each
+    /// request that went to its origin directly because the tier failed (the tier's URL and the
+    /// cause, the same words for every URL: `502 upstream`, `no answer (connect)`), on the
+    /// engine's thread: keep it short.
+    public init(
+        cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(),
+        onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
+    ) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
-        engine = try TransferEngine(policy: policy, cache: cache)
+        engine = try TransferEngine(policy: policy, cache: cache, onTierFallback: onTierFallback)
         engine.start()
     }
 

@@ -34,6 +34,10 @@ final class Transfer {
     let target: ImageURL
     /// Redirects followed in this attempt before this request (0 for the job's own URL).
     let redirects: Int
+    /// The tier this request goes through, nil when it goes to the origin directly.
+    let tier: TierRoute?
+    /// What is requested: the tier's URL for ``target`` through a tier, else ``target`` itself.
+    let requestURL: String
     /// Unique per engine: tells this transfer from another of the same job (a retry, a restart).
     let serial: UInt64
     let easy: CurlEasy
@@ -93,14 +97,17 @@ final class Transfer {
     static let undeclaredStart = 16 * 1024
 
     init(
-        job: Job, target: ImageURL, redirects: Int, serial: UInt64, easy: CurlEasy, disk: DiskCache,
-        policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
+        job: Job, target: ImageURL, redirects: Int, direct: Bool, serial: UInt64, easy: CurlEasy,
+        disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
         self.makeSpill = makeSpill
         self.askForRoom = askForRoom
         self.job = job
         self.target = target
         self.redirects = redirects
+        let tierURL = direct ? nil : policy.tier?.requestURL(for: target)
+        self.tier = tierURL == nil ? nil : policy.tier
+        self.requestURL = tierURL ?? target.normalized
         self.serial = serial
         self.easy = easy
         self.reservation = SpaceReservation(budget: disk.budget)
@@ -127,7 +134,7 @@ final class Transfer {
     /// Applies imgd's policy to the transfer's fresh easy handle.
     func configure(_ policy: DownloadPolicy) throws(CurlSetupError) {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        try easy.set(CURLOPT_URL, target.normalized)
+        try easy.set(CURLOPT_URL, requestURL)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         // The engine follows redirects itself (``TransferEngine/redirectStep(after:result:)``): it
         // resolves and checks each target and fetches it on a handle of its own.
@@ -149,7 +156,7 @@ final class Transfer {
         // Waiting to multiplex pays only over TLS, where ALPN answers during the handshake. Over
         // plain http a new host's answer comes with its first response: every other transfer to
         // it would wait for that (a slow or stalled first image holds back the whole host).
-        try easy.set(CURLOPT_PIPEWAIT, target.scheme == "https")
+        try easy.set(CURLOPT_PIPEWAIT, requestURL.hasPrefix("https:"))
         // A private CA's certificates replace the system's store for this transfer; without a
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }

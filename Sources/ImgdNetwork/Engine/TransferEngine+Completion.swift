@@ -11,6 +11,21 @@ extension TransferEngine {
         let job = transfer.job
         job.transfer = nil
         releaseHostSlot(job.url.hostKey)
+        switch tierStep(after: transfer, result: result) {
+        case .fallBack(let cause)?:
+            // The same request, to the origin directly, in the slot just freed: not a retry.
+            transfer.discard()
+            counters.tierFallbacks += 1
+            if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
+            launch(job, target: transfer.target, redirects: transfer.redirects, direct: true)
+            return
+        case .refuse(let error)?:
+            transfer.discard()
+            settle(job, .failure(error))
+            return
+        case nil:
+            break
+        }
         switch redirectStep(after: transfer, result: result) {
         case .follow(let target)?:
             // The next hop of the same attempt, in the slot just freed: not a retry.
