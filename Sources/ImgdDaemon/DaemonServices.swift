@@ -122,7 +122,10 @@ final class DaemonServices: Sendable {
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
         do {
-            downloader = try Downloader(cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy)
+            let tierLog = TierFallbackLog(logger: logger)
+            downloader = try Downloader(
+                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy,
+                onTierFallback: { tier, cause in tierLog.note(tier: tier, cause: cause) })
         } catch {
             throw DaemonStartError(description: "\(error)")
         }

@@ -25,15 +25,19 @@ public final class Downloader: Sendable {
     /// How URLs become keys; a reload may change it (``update(keyPolicy:)``).
     private let keys: Locked<CacheKeyPolicy>
 
-    /// Starts a downloader writing into `cache` under `policy`.
+    /// Starts a downloader writing into `cache` under `policy`, keying URLs by `keyPolicy`.
+    /// `onTierFallback` is told of each request that went to its origin directly because the
+    /// tier failed (the tier's URL and the cause, the same words for every URL: `502 upstream`,
+    /// `no answer (connect)`), on the engine's thread: keep it short.
     public init(
-        cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(), keyPolicy: CacheKeyPolicy = .wholeURL
+        cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(), keyPolicy: CacheKeyPolicy = .wholeURL,
+        onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
     ) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
         keys = Locked(keyPolicy)
-        engine = try TransferEngine(policy: policy, cache: cache)
+        engine = try TransferEngine(policy: policy, cache: cache, onTierFallback: onTierFallback)
         engine.start()
     }
 

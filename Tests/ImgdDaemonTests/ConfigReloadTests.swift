@@ -43,6 +43,10 @@ struct ConfigReloadTests {
         Change(key: "proxy", value: .string("http://proxy.test:3128"), reloadable: false) {
             $0.downloadPolicy.proxy == "http://proxy.test:3128"
         },
+        Change(key: "tier", value: .string("http://cache.site:8080/"), reloadable: true) {
+            $0.downloadPolicy.tier?.base == "http://cache.site:8080"
+        },
+        Change(key: "tier-fallback", value: .boolean(false), reloadable: true) { !$0.tierFallback },
         Change(key: "ca-file", value: .string(caFile), reloadable: true) { $0.downloadPolicy.caFile == caFile },
         Change(key: "deny", value: .array([.string("10.0.0.0/8")]), reloadable: false) {
             $0.downloadPolicy.addresses.deniedRanges.contains(IPRange("10.0.0.0/8")!)

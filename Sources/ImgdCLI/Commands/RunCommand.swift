@@ -52,6 +52,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("max-body-bytes")) var maxBodyBytes: String?
     @Option(help: .setting("timeout")) var timeout: String?
     @Option(help: .setting("proxy")) var proxy: String?
+    @Option(help: .setting("tier")) var tier: String?
+    @Option(help: .setting("tier-fallback")) var tierFallback: String?
     @Option(help: .setting("ca-file")) var caFile: String?
     @Option(help: .setting("headers-file")) var headersFile: String?
     @Option(help: .setting("deny")) var deny: [String] = []

@@ -45,6 +45,7 @@ extension DaemonCommands {
             "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
             "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
             "preempted": JSONValue(downloads.preempted), "paced_out": JSONValue(downloads.pacedOut),
+            "tier_fallbacks": JSONValue(downloads.tierFallbacks),
             "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
             "disk": [
                 "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),

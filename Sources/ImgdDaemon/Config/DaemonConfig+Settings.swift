@@ -3,8 +3,8 @@ import Logging
 
 extension DaemonConfig {
     /// Every setting, in the order `--help` lists them: its name, kind, whether a reload may
-    /// change it and what `--help` says of it. Limits, caps, timeouts, the CA file and the admin
-    /// group apply at once; folders, the socket, the connection limits, the pressure threshold,
+    /// change it and what `--help` says of it. Limits, caps, timeouts, the tier, the CA file and
+    /// the admin group apply at once; folders, the socket, the connection limits, the pressure threshold,
     /// the proxy and the denied ranges need a restart. README's table of settings is checked
     /// against this one.
     public static let settings: [DaemonSetting] = [
@@ -35,6 +35,27 @@ extension DaemonConfig {
             let text = try value.text()
             return text.isEmpty ? nil : text
         },
+        // The shared tier (README, "Fleet"): both apply to transfers that start after a reload.
+        DaemonSetting(
+            "tier", \.tier, reloadable: true,
+            help: SettingHelp(
+                "A shared cache tier (contrib/fleet/) that every fetch goes through",
+                detail: "http or https URL; keys and reports keep the origin URL", valueName: "url", none: "none: origins directly"),
+            show: { $0 ?? "" }, spell: { $0 }
+        ) { value throws(SettingError) in
+            let text = try value.text()
+            guard !text.isEmpty else { return nil }
+            do throws(TierRouteError) {
+                return try TierRoute(text).base
+            } catch {
+                throw SettingError(reason: error.description)
+            }
+        },
+        .boolean(
+            "tier-fallback", \.tierFallback, reloadable: true,
+            help: SettingHelp(
+                "Fetch from the origin directly when the tier fails (no answer, or a 5xx marked X-Tier-Error)",
+                detail: "false: an ordinary failure", valueName: "true|false")),
         .readableFile(
             "ca-file", \.caFile, reloadable: true,
             help: SettingHelp(

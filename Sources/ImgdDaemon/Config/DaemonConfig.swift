@@ -37,6 +37,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxBodyBytes = DownloadPolicy().maxBodyBytes
     public var timeout = DownloadPolicy().totalTimeout
     public var proxy: String?
+    /// The shared tier's URL, as ``TierRoute`` normalises it; nil (the default) fetches from the
+    /// origins directly.
+    public var tier: String?
+    /// Whether a tier failure falls back to the origin (``TierRoute/defaultFallback``).
+    public var tierFallback = TierRoute.defaultFallback
     /// A file of PEM certificates trusted for https instead of the system's store; nil (the
     /// default) uses the system's.
     public var caFile: String?
@@ -118,6 +123,8 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.maxBodyBytes = maxBodyBytes
         policy.totalTimeout = timeout
         policy.proxy = proxy
+        // `tier` was checked when set, so it parses.
+        policy.tier = tier.flatMap { try? TierRoute($0, fallback: tierFallback) }
         policy.caFile = caFile
         policy.hosts = HostRules(rules: hosts.map(\.rule))
         // `deny` was checked when set, so every range parses.

@@ -12,6 +12,34 @@ extension TransferEngine {
         let job = transfer.job
         job.transfer = nil
         releaseHostSlot(job.url.hostKey)
+        switch tierStep(after: transfer, result: result) {
+        case .fallBack(let cause)?:
+            // The same request, to the origin directly, in the slot just freed: not a retry.
+            transfer.discard()
+            counters.tierFallbacks += 1
+            if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
+            launch(job, target: transfer.target, redirects: transfer.redirects, direct: true)
+            return
+        case .refuse(let error)?:
+            transfer.discard()
+            settle(job, .failure(error))
+            return
+        case nil:
+            break
+        }
+        switch redirectStep(after: transfer, result: result) {
+        case .follow(let target)?:
+            // The next hop of the same attempt, in the slot just freed: not a retry.
+            transfer.discard()
+            launch(job, target: target, redirects: transfer.redirects + 1)
+            return
+        case .refuse(let error)?:
+            transfer.discard()
+            settle(job, .failure(error))
+            return
+        case nil:
+            break
+        }
         // The handle goes with the transfer once `conclude` has read what it needs from it.
         let arrival = conclude(transfer, result: result)
         switch arrival {
@@ -118,7 +146,7 @@ extension TransferEngine {
         return .success(ArrivedBody(
             url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, spill: transfer.spill,
             bytes: transfer.bytesReceived, reservation: transfer.reservation,
-            finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
+            finalURL: transfer.target.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
             duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256))

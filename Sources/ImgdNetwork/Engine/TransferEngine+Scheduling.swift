@@ -1,4 +1,5 @@
 import HeapModule
+import ImgdCore
 
 /// What the engine runs next: admitting and coalescing requests, queue order under the global
 /// and per-host caps, starting transfers, preemption (on-demand first, fair shares between
@@ -279,33 +280,45 @@ extension TransferEngine {
             finish(job, .failure(.policyDenied(reason)))
             return
         }
+        guard launch(job, target: job.url, redirects: 0) else { return }
+        counters.started += 1
+    }
+
+    /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after
+    /// `redirects` hops) on a fresh easy handle, holding a slot of the job's host: through the
+    /// tier when there is one, unless `direct` (a fallback after the tier failed). False when
+    /// libcurl could not take it: the job has then failed.
+    @discardableResult
+    func launch(_ job: Job, target: ImageURL, redirects: Int, direct: Bool = false) -> Bool {
         let easy: CurlEasy
         do throws(CurlSetupError) {
             easy = try CurlEasy(share: share)
         } catch {
             finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
-            return
+            return false
         }
         lastTransferSerial += 1
         let transfer = Transfer(
-            job: job, serial: lastTransferSerial, easy: easy, disk: disk, policy: policy,
+            job: job, target: target, redirects: redirects, direct: direct, serial: lastTransferSerial, easy: easy, disk: disk,
+            policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
         do {
             try transfer.configure(policy)
         } catch {
             finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")), remember: false)
-            return
+            return false
         }
         guard multi!.add(easy) else {
             finish(job, .failure(.network("libcurl could not add the transfer")), remember: false)
-            return
+            return false
         }
         move(job, to: .running)
         job.transfer = transfer
         running[easy.handle] = transfer
+        // A redirect's request holds a slot of the job's host, as the whole attempt does.
         hosts[job.url.hostKey, default: HostState()].running += 1
-        counters.started += 1
+        return true
     }
 
     // MARK: - Retries

@@ -119,8 +119,14 @@ final class TransferEngine: @unchecked Sendable {
     /// multi handle, when no easy handle is left.
     private(set) var share: CurlShare?
     var counters = DownloaderStatistics()
+    /// Told of each fallback from the tier to the origin (the tier's URL and the cause), on the
+    /// loop thread: keep it short.
+    let onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)?
 
-    init(policy: DownloadPolicy, cache: DiskCache) throws(CurlSetupError) {
+    init(
+        policy: DownloadPolicy, cache: DiskCache, onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
+    ) throws(CurlSetupError) {
+        self.onTierFallback = onTierFallback
         guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
         let multi = try CurlMulti()
         // Our own caps decide what runs; these only keep libcurl's connection pool in proportion.
@@ -143,7 +149,10 @@ final class TransferEngine: @unchecked Sendable {
     /// libcurl's own per-host connection limit: twice our cap. Our cap decides what runs; at
     /// exactly the cap, a transfer started in the slot of one just preempted waited in libcurl's
     /// pending list for seconds, until another transfer to that host ended.
-    static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int { policy.maxPerHost * 2 }
+    /// Through a tier every transfer goes to the tier's one host: then the global cap decides.
+    static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int {
+        policy.tier == nil ? policy.maxPerHost * 2 : max(policy.maxPerHost, policy.maxParallel) * 2
+    }
 
     /// Starts the loop thread (a plain pthread: its whole life is one loop).
     func start() {

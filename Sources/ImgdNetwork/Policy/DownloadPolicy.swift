@@ -25,6 +25,10 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// Through a proxy, ``addresses`` applies to URLs whose host is a literal address; host names
     /// are resolved by the proxy, and what they resolve to is its responsibility.
     public var proxy: String?
+    /// A shared cache tier every http(s) fetch goes through, falling back to the origin when the
+    /// tier fails (``TierRoute``); nil (the default) fetches from the origins directly. With a
+    /// ``proxy`` too, requests to the tier go through the proxy as every other request does.
+    public var tier: TierRoute?
     /// A file of PEM certificates trusted for https instead of the system's store (a private
     /// CA); nil (the default) uses the system trust store.
     public var caFile: String?
