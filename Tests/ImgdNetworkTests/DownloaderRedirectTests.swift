@@ -79,6 +79,19 @@ struct DownloaderRedirectTests {
         }
     }
 
+    @Test("the requests of one attempt share its time: two 1.5 s waits do not fit in a 2 s attempt")
+    func chainSharesTheAttemptsTime() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.totalTimeout = .seconds(2)
+            $0.retry.maxAttempts = 1
+        }
+        try await withFixture(policy: policy) { fixture in
+            // Each request alone fits; their sum (at least 3 s) cannot, however loaded the machine.
+            let error = try await fixture.failure(Self.redirect(to: "/img/late-hop.png?delay_ms=1500") + "&delay_ms=1500")
+            #expect(error?.code == "timeout", "\(String(describing: error))")
+        }
+    }
+
     @Test("a transient failure after a hop retries the whole chain from the job's URL")
     func retryStartsOver() async throws {
         let policy = DownloaderFixture.testPolicy { $0.retry.maxAttempts = 2 }

@@ -23,6 +23,9 @@ final class TierFallbackLog: Sendable {
 
     init(logger: Logger) { self.logger = logger }
 
+    /// Causes remembered now.
+    var causeCount: Int { causes.withLock { $0.count } }
+
     /// One fallback from `tier` for `cause`.
     func note(tier: String, cause: String, now: ContinuousClock.Instant = .now) {
         let line: String? = causes.withLock { causes in

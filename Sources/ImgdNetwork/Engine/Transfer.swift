@@ -41,6 +41,8 @@ final class Transfer {
     /// Unique per engine: tells this transfer from another of the same job (a retry, a restart).
     let serial: UInt64
     let easy: CurlEasy
+    /// When the attempt began: a redirect's request keeps its first request's start, so that the
+    /// whole chain has ``totalTimeout``, as one request has.
     let startedAt: ContinuousClock.Instant
     /// Where the body goes once it outgrows the buffer.
     private(set) var spill: BodySpill?
@@ -97,8 +99,8 @@ final class Transfer {
     static let undeclaredStart = 16 * 1024
 
     init(
-        job: Job, target: ImageURL, redirects: Int, direct: Bool, serial: UInt64, easy: CurlEasy,
-        disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
+        job: Job, target: ImageURL, redirects: Int, direct: Bool, attemptStartedAt: ContinuousClock.Instant?,
+        serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
         self.makeSpill = makeSpill
         self.askForRoom = askForRoom
@@ -114,7 +116,7 @@ final class Transfer {
         self.maxBodyBytes = policy.maxBodyBytes
         self.totalTimeout = policy.totalTimeout
         self.addresses = policy.addresses
-        self.startedAt = .now
+        self.startedAt = attemptStartedAt ?? .now
         errorBuffer.initialize(to: 0)
     }
 
@@ -140,7 +142,9 @@ final class Transfer {
         // resolves and checks each target and fetches it on a handle of its own.
         try easy.set(CURLOPT_FOLLOWLOCATION, false)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, policy.connectTimeout.milliseconds)
-        try easy.set(CURLOPT_TIMEOUT_MS, policy.totalTimeout.milliseconds)
+        // What is left of the attempt's time (all of it for its first request); at least 1 ms,
+        // since 0 means no limit to libcurl.
+        try easy.set(CURLOPT_TIMEOUT_MS, max(1, (totalTimeout - (ContinuousClock.now - startedAt)).milliseconds))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, policy.lowSpeedLimit)
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(policy.lowSpeedTime.components.seconds)))
         // Rejects a declared Content-Length over the cap before any byte is read; bodies

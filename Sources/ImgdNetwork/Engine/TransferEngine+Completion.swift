@@ -14,7 +14,8 @@ extension TransferEngine {
         releaseHostSlot(job.url.hostKey)
         switch tierStep(after: transfer, result: result) {
         case .fallBack(let cause)?:
-            // The same request, to the origin directly, in the slot just freed: not a retry.
+            // The same request, to the origin directly, in the slot just freed: not a retry. It
+            // has the attempt's whole time again (the tier may have spent it timing out).
             transfer.discard()
             counters.tierFallbacks += 1
             if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
@@ -31,7 +32,7 @@ extension TransferEngine {
         case .follow(let target)?:
             // The next hop of the same attempt, in the slot just freed: not a retry.
             transfer.discard()
-            launch(job, target: target, redirects: transfer.redirects + 1)
+            launch(job, target: target, redirects: transfer.redirects + 1, attemptStartedAt: transfer.startedAt)
             return
         case .refuse(let error)?:
             transfer.discard()

@@ -286,10 +286,13 @@ extension TransferEngine {
 
     /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after
     /// `redirects` hops) on a fresh easy handle, holding a slot of the job's host: through the
-    /// tier when there is one, unless `direct` (a fallback after the tier failed). False when
+    /// tier when there is one, unless `direct` (a fallback after the tier failed). A redirect's
+    /// request passes `attemptStartedAt`: the chain shares the attempt's time. False when
     /// libcurl could not take it: the job has then failed.
     @discardableResult
-    func launch(_ job: Job, target: ImageURL, redirects: Int, direct: Bool = false) -> Bool {
+    func launch(
+        _ job: Job, target: ImageURL, redirects: Int, direct: Bool = false, attemptStartedAt: ContinuousClock.Instant? = nil
+    ) -> Bool {
         let easy: CurlEasy
         do throws(CurlSetupError) {
             easy = try CurlEasy(share: share)
@@ -299,7 +302,8 @@ extension TransferEngine {
         }
         lastTransferSerial += 1
         let transfer = Transfer(
-            job: job, target: target, redirects: redirects, direct: direct, serial: lastTransferSerial, easy: easy, disk: disk,
+            job: job, target: target, redirects: redirects, direct: direct, attemptStartedAt: attemptStartedAt,
+            serial: lastTransferSerial, easy: easy, disk: disk,
             policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
