@@ -86,6 +86,8 @@ final class Transfer {
         /// The cache could not make room: the body does not fit.
         case refused
     }
+    /// The request's configured header lines (its target host's), while libcurl may read them.
+    private var headers: CurlHeaderList?
     /// libcurl's detailed message for the failure, if any.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -125,6 +127,7 @@ final class Transfer {
         // (the handle is a stored property): take it back first.
         try? easy.set(CURLOPT_ERRORBUFFER, pointer: nil)
         errorBuffer.deallocate()
+        if headers != nil { try? easy.set(CURLOPT_HTTPHEADER, pointer: nil) }
     }
 
     /// Body bytes received so far.
@@ -164,6 +167,13 @@ final class Transfer {
         // A private CA's certificates replace the system's store for this transfer; without a
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
+        // The target host's headers, and only its: a redirect to another host is a request of its
+        // own, configured for that host (libcurl, following by itself, would keep them).
+        if let lines = policy.hosts.rule(for: target.host)?.headers.map(\.line), !lines.isEmpty {
+            guard let list = CurlHeaderList(lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
+            headers = list
+            try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
+        }
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: me)

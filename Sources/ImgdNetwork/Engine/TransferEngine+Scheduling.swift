@@ -71,7 +71,7 @@ extension TransferEngine {
             if running.count < policy.maxParallel {
                 if let job = queue.next(
                     isLive: { $0.state == .queued },
-                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
+                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url, now: now) })
                 {
                     start(job)
                     continue
@@ -111,12 +111,12 @@ extension TransferEngine {
                 guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
                 refused = self.refusal(of: job) != nil
                 if refused { return true }
-                if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
+                if (self.hosts[host]?.running ?? 0) >= self.perHostCap(job.url) { return prefetchHosts.contains(host) }
                 return !globalFull || !prefetchHosts.isEmpty
             })
         else { return false }
         let host = job.url.hostKey
-        let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
+        let hostFull = (hosts[host]?.running ?? 0) >= perHostCap(job.url)
         // `refused` is the picked job's: the scan stops at the first job it accepts.
         if !refused, hostFull || globalFull {
             let victim = running.values
@@ -160,7 +160,7 @@ extension TransferEngine {
                 canStart: {
                     let host = $0.url.hostKey
                     return !self.publishingKeys.contains($0.key) && !self.isBackingOff(host, now: now)
-                        && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
+                        && (self.hostCanStart($0.url, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
             if refusal(of: job) != nil {
@@ -168,7 +168,7 @@ extension TransferEngine {
                 return
             }
             let host = job.url.hostKey
-            let onHost = !hostCanStart(host, now: now)
+            let onHost = !hostCanStart(job.url, now: now)
             let victim = candidates
                 .filter { !onHost || $0.job.url.hostKey == host }
                 .min { $0.bytesReceived < $1.bytesReceived }!
@@ -255,10 +255,16 @@ extension TransferEngine {
         stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
-    private func hostCanStart(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
-        guard let host = hosts[hostKey] else { return true }
+    private func hostCanStart(_ url: ImageURL, now: ContinuousClock.Instant) -> Bool {
+        guard let host = hosts[url.hostKey] else { return true }
         if let until = host.blockedUntil, until > now { return false }
-        return host.running < policy.maxPerHost
+        return host.running < perHostCap(url)
+    }
+
+    /// Transfers at once to `url`'s `host:port`: its host table's `max-per-host`, else the
+    /// policy's.
+    private func perHostCap(_ url: ImageURL) -> Int {
+        policy.hosts.rule(for: url.host)?.maxPerHost ?? policy.maxPerHost
     }
 
     /// Why the address policy refuses `job`'s URL (its host is a literal address in a denied
@@ -282,6 +288,13 @@ extension TransferEngine {
         }
         guard launch(job, target: job.url, redirects: 0) else { return }
         counters.started += 1
+        // A host table's `rate`: a token bucket of one request, so the host's next request may
+        // start one interval from now. Held like a Retry-After, which already stops the host's
+        // queued jobs, wakes the loop when it lapses, and keeps the host in the table till then.
+        if let interval = policy.hosts.rule(for: job.url.host)?.requestInterval {
+            let next = ContinuousClock.now + interval
+            hosts[job.url.hostKey, default: HostState()].blockedUntil = max(hosts[job.url.hostKey]?.blockedUntil ?? next, next)
+        }
     }
 
     /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after

@@ -150,8 +150,10 @@ final class TransferEngine: @unchecked Sendable {
     /// exactly the cap, a transfer started in the slot of one just preempted waited in libcurl's
     /// pending list for seconds, until another transfer to that host ended.
     /// Through a tier every transfer goes to the tier's one host: then the global cap decides.
+    /// libcurl's limit is one for all hosts, so a host table's larger `max-per-host` raises it.
     static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int {
-        policy.tier == nil ? policy.maxPerHost * 2 : max(policy.maxPerHost, policy.maxParallel) * 2
+        let largestHostCap = policy.hosts.rules.compactMap(\.maxPerHost).reduce(policy.maxPerHost, max)
+        return policy.tier == nil ? largestHostCap * 2 : max(largestHostCap, policy.maxParallel) * 2
     }
 
     /// Starts the loop thread (a plain pthread: its whole life is one loop).
