@@ -36,6 +36,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var attempts = DownloadPolicy().retry.maxAttempts
     public var maxBodyBytes = DownloadPolicy().maxBodyBytes
     public var timeout = DownloadPolicy().totalTimeout
+    /// Bytes a second over the transfers the cap applies to; 0 (the default) is no cap
+    /// (``DownloadPolicy/maxRate``).
+    public var maxRate = DownloadPolicy().maxRate ?? 0
+    /// Which transfers `max-rate` holds back (``DownloadPolicy/maxRateAppliesTo``).
+    public var maxRateAppliesTo = DownloadPolicy().maxRateAppliesTo
     public var proxy: String?
     /// A file of PEM certificates trusted for https instead of the system's store; nil (the
     /// default) uses the system's.
@@ -108,6 +113,8 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.retry.maxAttempts = attempts
         policy.maxBodyBytes = maxBodyBytes
         policy.totalTimeout = timeout
+        policy.maxRate = maxRate > 0 ? maxRate : nil
+        policy.maxRateAppliesTo = maxRateAppliesTo
         policy.proxy = proxy
         policy.caFile = caFile
         // `deny` was checked when set, so every range parses.

@@ -119,6 +119,10 @@ final class TransferEngine: @unchecked Sendable {
     /// multi handle, when no easy handle is left.
     private(set) var share: CurlShare?
     var counters = DownloaderStatistics()
+    /// `max-rate`'s bucket and the transfers it holds back, in the order they paused
+    /// (`TransferEngine+Bandwidth.swift`).
+    var bandwidth: BandwidthBucket
+    var throttled: [Transfer] = []
 
     init(policy: DownloadPolicy, cache: DiskCache) throws(CurlSetupError) {
         guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
@@ -131,6 +135,7 @@ final class TransferEngine: @unchecked Sendable {
         self.share = try CurlShare()
         self.waker = multi.waker
         self.policy = policy
+        bandwidth = BandwidthBucket(rate: policy.maxRate)
         failures = FailureMemory(capacity: policy.maxRememberedFailures)
         self.cache = cache.directory
         self.disk = cache
@@ -200,10 +205,12 @@ final class TransferEngine: @unchecked Sendable {
             let now = ContinuousClock.now
             releaseDueRetries(now: now)
             startTransfers(now: now)
+            releaseThrottled(now: now)
             multi!.perform()
             while let (easy, result) = multi!.nextCompleted() {
                 complete(easy: easy, result: result)
             }
+            releaseThrottled(now: .now)
             endHopelessTransfers(now: .now)
             startTransfers(now: .now)
             shareSlotsFairly(now: .now)
@@ -231,6 +238,8 @@ final class TransferEngine: @unchecked Sendable {
             if let keys { for key in keys { failures.forget(key) } } else { failures.forgetAll() }
         case .updatePolicy(let newPolicy):
             policy = newPolicy
+            // The cap changes at once for running transfers too: the next bytes meet the new rate.
+            bandwidth.setRate(newPolicy.maxRate, now: .now)
             failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
@@ -307,6 +316,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         // Slots are shared and paces judged on the clock, while there is something to judge.
         if !running.isEmpty { timeout = min(timeout, Self.paceCheckInterval.milliseconds) }
+        if let throttle = throttleTimeout(now: now) { timeout = min(timeout, throttle) }
         if queue.entryCount > 0, running.count >= policy.maxParallel {
             timeout = min(timeout, Self.shareCheckInterval.milliseconds)
         }

@@ -43,6 +43,13 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// How long a list's transfer may hold a slot beyond its fair share while another list
     /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
     public var fairShareGrace: Duration = .seconds(10)
+    /// Bytes a second received over every transfer the cap applies to (``maxRateAppliesTo``),
+    /// held by a token bucket on the engine's thread; nil (the default) is no cap. A change
+    /// applies at once, to running transfers too.
+    public var maxRate: Int?
+    /// Which transfers ``maxRate`` holds back (default ``RateCapScope/prefetch``: on-demand
+    /// `get`s are exempt).
+    public var maxRateAppliesTo = RateCapScope.prefetch
 
     public init() {}
 }
