@@ -10,18 +10,19 @@ import Testing
 /// while it is held back.
 @Suite("max-rate in the downloader", .serialized, .timeLimit(.minutes(5)))
 struct DownloaderRateCapTests {
-    /// A policy whose stall limit is strict and quick to trip: under 16 KiB/s for 2 s.
+    /// A policy whose limits are strict and quick to trip: under 16 KiB/s for 2 s is a stall, and
+    /// an attempt has 3 s.
     static func strictStallPolicy(maxRate: Int?) -> DownloadPolicy {
         DownloaderFixture.testPolicy {
             $0.retry.maxAttempts = 1
             $0.lowSpeedLimit = 16_384
             $0.lowSpeedTime = .seconds(2)
-            $0.totalTimeout = .seconds(120)
+            $0.totalTimeout = .seconds(3)
             $0.maxRate = maxRate
         }
     }
 
-    @Test("a cap giving each transfer less than the stall limit: none fails as stalled, while a slow origin without a cap does, and a stalled origin under the cap still does")
+    @Test("a cap giving each transfer less than the stall limit, for longer than an attempt's time: none fails, while a slow origin without a cap does, and a stalled origin under the cap still does")
     func lowCapIsNoStall() async throws {
         try await withFixture(policy: Self.strictStallPolicy(maxRate: nil)) { fixture in
             // The limit is live: an origin at 4 KiB/s, no cap, fails as stalled.
@@ -31,8 +32,9 @@ struct DownloaderRateCapTests {
                 return
             }
         }
-        // 32 KiB/s shared by four transfers at once (max-per-host): 8 KiB/s each, half the limit,
-        // for about 7 s. A fifth URL stalls for real after 5,000 bytes.
+        // 32 KiB/s shared by four transfers at once (max-per-host): 8 KiB/s each, half the stall
+        // limit, for about 5 s each (past the attempt's 3 s) and 7 s in all. Another URL stalls
+        // for real after 5,000 bytes.
         try await withFixture(policy: Self.strictStallPolicy(maxRate: 32_768)) { fixture in
             let targets = (0..<6).map { "/img/capped-\($0).png?bytes=40000" } + ["/img/stalled.png?bytes=40000&stall_after=5000"]
             let urls = try targets.map(fixture.url)

@@ -3,8 +3,9 @@ import CCurlShim
 /// `max-rate`: one token bucket (``BandwidthBucket``) over every transfer the cap applies to,
 /// kept on the loop thread. A transfer's write callback asks it before taking bytes
 /// (``admit(_:bytes:)``); refused, the transfer pauses (libcurl keeps the bytes and offers them
-/// again), joins the back of ``throttled``, and is resumed in that order as tokens come back
-/// (``releaseThrottled(now:)``, each turn of the loop, which wakes for the refill). Pausing stops
+/// again), joins the back of ``throttled``, and is resumed as tokens come back, on-demand
+/// transfers first, then in that order (``releaseThrottled(now:)``, each turn of the loop, which
+/// wakes for the refill). Pausing stops
 /// only that transfer: over HTTP/2 libcurl closes the paused stream's window and the other
 /// streams on the connection go on.
 ///
@@ -34,13 +35,14 @@ extension TransferEngine {
         return true
     }
 
-    /// Resumes held-back transfers, longest waiting first, while the bucket has tokens (or the
-    /// cap no longer applies to them); a resumed transfer is offered its bytes again from inside
+    /// Resumes held-back transfers while the bucket has tokens (or the cap no longer applies to
+    /// them): on-demand ones first (under `max-rate-applies-to = "all"` someone is waiting for
+    /// them), then the longest waiting. A resumed transfer is offered its bytes again from inside
     /// the resume and may pause anew, behind those still waiting. A transfer newly held back is
     /// first handed to the engine's own time limits.
     func releaseThrottled(now: ContinuousClock.Instant) {
         guard !throttled.isEmpty else { return }
-        let waiting = throttled
+        let waiting = throttled.filter { $0.job.priority == .onDemand } + throttled.filter { $0.job.priority != .onDemand }
         throttled = []
         var stillWaiting: [Transfer] = []
         for transfer in waiting {
