@@ -34,7 +34,7 @@ final class TransferEngine: @unchecked Sendable {
         case cancelSubmitter(SubmitterID)
         case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
-        /// under the old one.
+        /// under the old one, but for `max-rate`, which holds back their next bytes at the new rate.
         case updatePolicy(DownloadPolicy)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
         case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
