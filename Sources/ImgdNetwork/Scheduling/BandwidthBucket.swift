@@ -10,7 +10,9 @@
 /// many transfers share it.
 ///
 /// The burst is ``burstTime`` of the rate: small, so that a cap holds over short measures too (a
-/// second's burst would let 20 MB at 4 MB/s finish in 4 s instead of 5).
+/// second's burst would let 20 MB at 4 MB/s finish in 4 s instead of 5), and large enough that a
+/// loop turn late by less than that on a loaded machine loses nothing of the rate (tokens past
+/// the burst are lost).
 struct BandwidthBucket {
     /// Bytes a second; nil is no cap (every offer is taken, nothing is counted).
     private(set) var rate: Int?
@@ -19,7 +21,7 @@ struct BandwidthBucket {
     private var refilledAt: ContinuousClock.Instant
 
     /// The most tokens held: this much time at the rate.
-    static let burstTime = 0.1
+    static let burstTime = 0.25
 
     init(rate: Int?, now: ContinuousClock.Instant = .now) {
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
