@@ -95,7 +95,7 @@ struct DownloaderRateCapTests {
         let certificates = try await TestCertificates.shared()
         let policy = TLSDownloadTests.policy(certificates: certificates) {
             $0.retry.maxAttempts = 1
-            $0.maxRate = 2_000_000
+            $0.maxRate = 500_000
             // Room for the get beside the four prefetches: it preempts none (a preempted stream
             // would be requested again).
             $0.maxPerHost = 8
@@ -108,21 +108,21 @@ struct DownloaderRateCapTests {
             let started = ContinuousClock.now
             fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { answers.record($0, $1) }
             #expect(await eventually(timeout: .seconds(20)) { fixture.downloader.statistics.throttledNow >= 2 })
-            // An on-demand get is exempt under the default scope: 2 MB over the same connection
-            // while the prefetch streams are paused.
+            // An on-demand get is exempt under the default scope: 8 MB over the same connection
+            // while the prefetch streams are paused. At the cap it would take at least 15.75 s.
             let getStarted = ContinuousClock.now
-            let got = try await fixture.downloader.fetch(try fixture.url("/img/h2-now.png?bytes=2000000"))
+            let got = try await fixture.downloader.fetch(try fixture.url("/img/h2-now.png?bytes=8000000"))
             let getTook = ContinuousClock.now - getStarted
-            #expect(got.bytes > 1_990_000)
-            #expect(getTook < .milliseconds(900), "the exempt get took \(getTook): held behind the paused streams")
+            #expect(got.bytes > 7_990_000)
+            #expect(getTook < .seconds(6), "the exempt get took \(getTook): held behind the paused streams")
             #expect(answers.count < 4, "the prefetch finished before the get: the test proves nothing")
             #expect(await eventually(timeout: .seconds(30)) { answers.count == 4 })
             let elapsed = ContinuousClock.now - started
             for (url, result) in answers.all {
                 #expect((try? result.get()) != nil, "\(url): \(result)")
             }
-            // 4 MB at 2 MB/s, the get's 2 MB not counted; at least 1.7 s less the burst.
-            #expect(elapsed > .milliseconds(1600) && elapsed < .seconds(4), "\(elapsed)")
+            // 4 MB at 500 KB/s, the get's 8 MB not counted: at least 7.75 s (the burst aside).
+            #expect(elapsed > .milliseconds(7600) && elapsed < .seconds(14), "\(elapsed)")
             #expect(fixture.server.http2Requests == 6)
             #expect(fixture.server.connectionsAccepted == 1, "\(fixture.server.connectionsAccepted) connections: not one multiplexed")
         }
