@@ -133,7 +133,7 @@ struct DaemonRateCapTests {
         }
     }
 
-    @Test("the same 20 MB over https with HTTP/2 at max-rate = 4MB: 4.5–6 s too, every image byte-exact")
+    @Test("the same 20 MB over https with HTTP/2 at max-rate = 4MB: no sooner than the cap allows, no stalled stream, every image byte-exact")
     func http2List() async throws {
         let certificates = try await TestCertificates.shared()
         let server = try await TestHTTPServer.start(tls: TestHTTPServer.TLS(certificates.valid))
@@ -147,7 +147,11 @@ struct DaemonRateCapTests {
         try daemon.drop("h2.txt", targets.map(server.url).joined(separator: "\n") + "\n")
         let (done, elapsed) = try #require(await Self.listDuration("h2.txt", events, server), "log:\n\(daemon.log)")
         #expect(done.data["cached"] as? Int == 20, "\(done.data)")
-        #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(6), "20 MB at 4 MB/s over h2 took \(elapsed)")
+        // The cap's bound below; above, room for TLS and for the test server, which makes every
+        // body of the one connection on one event loop (7.1 s seen with three CPU hogs on the
+        // two cores; 5.2 s unloaded). A stream stalled by another's pause would take libcurl's
+        // 30 s stall time, or forever.
+        #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(9), "20 MB at 4 MB/s over h2 took \(elapsed)")
         #expect(server.http2Requests == 20)
         for target in targets {
             #expect(try cachedBytes(scratch, server.url(target)) == TestHTTPServer.body(for: target))
