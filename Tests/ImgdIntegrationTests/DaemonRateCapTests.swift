@@ -149,7 +149,7 @@ struct DaemonRateCapTests {
         #expect(done.data["cached"] as? Int == 20, "\(done.data)")
         // The cap's bound below; above, room for TLS and for the test server, which makes every
         // body of the one connection on one event loop (7.1 s seen with three CPU hogs on the
-        // two cores; 5.2 s unloaded). A stream stalled by another's pause would take libcurl's
+        // two cores; 5.0 s unloaded). A stream stalled by another's pause would take libcurl's
         // 30 s stall time, or forever.
         #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(9), "20 MB at 4 MB/s over h2 took \(elapsed)")
         #expect(server.http2Requests == 20)
