@@ -48,6 +48,8 @@ struct ConfigReloadTests {
         Change(key: "attempts", value: .integer(5), reloadable: true) { $0.downloadPolicy.retry.maxAttempts == 5 },
         Change(key: "max-body-bytes", value: .string("1MiB"), reloadable: true) { $0.downloadPolicy.maxBodyBytes == 1 << 20 },
         Change(key: "timeout", value: .string("30s"), reloadable: true) { $0.downloadPolicy.totalTimeout == .seconds(30) },
+        Change(key: "max-rate", value: .string("20MB"), reloadable: true) { $0.downloadPolicy.maxRate == 20_000_000 },
+        Change(key: "max-rate-applies-to", value: .string("all"), reloadable: true) { $0.downloadPolicy.maxRateAppliesTo == .all },
         Change(key: "proxy", value: .string("http://proxy.test:3128"), reloadable: false) {
             $0.downloadPolicy.proxy == "http://proxy.test:3128"
         },

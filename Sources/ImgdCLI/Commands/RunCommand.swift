@@ -51,6 +51,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("attempts")) var attempts: String?
     @Option(help: .setting("max-body-bytes")) var maxBodyBytes: String?
     @Option(help: .setting("timeout")) var timeout: String?
+    @Option(help: .setting("max-rate")) var maxRate: String?
+    @Option(help: .setting("max-rate-applies-to")) var maxRateAppliesTo: String?
     @Option(help: .setting("proxy")) var proxy: String?
     @Option(help: .setting("tier")) var tier: String?
     @Option(help: .setting("tier-fallback")) var tierFallback: String?

@@ -1,3 +1,4 @@
+import ImgdCore
 import ImgdNetwork
 import Logging
 
@@ -27,6 +28,31 @@ extension DaemonConfig {
             "max-body-bytes", \.maxBodyBytes, minimum: 1024, reloadable: true,
             help: SettingHelp("Largest body accepted", detail: "counted as it arrives, not only from its declared length")),
         .duration("timeout", \.timeout, minimum: .seconds(1), reloadable: true, help: "Time allowed for one attempt"),
+        DaemonSetting(
+            "max-rate", \.maxRate, reloadable: true,
+            help: SettingHelp(
+                "Bytes a second received over all the transfers it applies to, running ones included",
+                detail: "0 is no cap; otherwise at least 1KiB, in the units of disk-limit", valueName: "SIZE"),
+            show: { $0 == 0 ? "0 (no cap)" : "\(ByteCount($0))/s" }, spell: { DaemonSetting.spell(bytes: $0) }
+        ) { value throws(SettingError) in
+            let rate = try DaemonSetting.byteCount(value)
+            guard rate == 0 || rate >= DaemonConfig.minimumMaxRate else {
+                throw SettingError(reason: "0 (no cap) or at least \(ByteCount(DaemonConfig.minimumMaxRate)) a second")
+            }
+            return rate
+        },
+        DaemonSetting(
+            "max-rate-applies-to", \.maxRateAppliesTo, reloadable: true,
+            help: SettingHelp(
+                "Which transfers max-rate holds back: prefetch exempts on-demand gets, all includes them",
+                valueName: RateCapScope.allCases.map(\.rawValue).joined(separator: "|")),
+            show: { $0.rawValue }, spell: { $0.rawValue }
+        ) { value throws(SettingError) in
+            guard let scope = RateCapScope(rawValue: try value.text()) else {
+                throw SettingError(reason: "one of " + RateCapScope.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            return scope
+        },
         DaemonSetting(
             "proxy", \.proxy, reloadable: false,
             help: SettingHelp("Proxy URL", detail: "proxy environment variables are ignored"),
@@ -157,6 +183,9 @@ extension DaemonConfig {
             "max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true,
             help: "Bytes of the URLs of the held requests before add, get without waiting and retry are refused with queue_full"),
     ]
+
+    /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.
+    static let minimumMaxRate = 1024
 
     /// Every setting's name, in the order `--help` lists them.
     public static let settingNames = settings.map(\.name)

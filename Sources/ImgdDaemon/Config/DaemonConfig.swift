@@ -36,6 +36,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var attempts = DownloadPolicy().retry.maxAttempts
     public var maxBodyBytes = DownloadPolicy().maxBodyBytes
     public var timeout = DownloadPolicy().totalTimeout
+    /// Bytes a second over the transfers the cap applies to; 0 (the default) is no cap
+    /// (``DownloadPolicy/maxRate``).
+    public var maxRate = DownloadPolicy().maxRate ?? 0
+    /// Which transfers `max-rate` holds back (``DownloadPolicy/maxRateAppliesTo``).
+    public var maxRateAppliesTo = DownloadPolicy().maxRateAppliesTo
     public var proxy: String?
     /// The shared tier's URL, as ``TierRoute`` normalises it; nil (the default) fetches from the
     /// origins directly.
@@ -122,6 +127,8 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.retry.maxAttempts = attempts
         policy.maxBodyBytes = maxBodyBytes
         policy.totalTimeout = timeout
+        policy.maxRate = maxRate > 0 ? maxRate : nil
+        policy.maxRateAppliesTo = maxRateAppliesTo
         policy.proxy = proxy
         // `tier` was checked when set, so it parses.
         policy.tier = tier.flatMap { try? TierRoute($0, fallback: tierFallback) }

@@ -33,6 +33,10 @@ public struct DownloaderStatistics: Sendable, Equatable {
     /// Times a body met the cap and its transfer paused while the cache made room (evicting on
     /// its own queue, never on the transfer thread).
     public var roomRequests = 0
+    /// Times a transfer paused because `max-rate`'s bucket was empty.
+    public var throttled = 0
+    /// Transfers paused for `max-rate` now.
+    public var throttledNow = 0
     /// Hosts the engine keeps state for now: those with a transfer running or a back-off
     /// (`Retry-After`) pending; the others are forgotten.
     public var hosts = 0

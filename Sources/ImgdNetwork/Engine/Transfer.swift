@@ -60,6 +60,11 @@ final class Transfer {
     /// Where the transfer stands with the cache's room: receiving is paused while a request is
     /// out, and a refusal fails the body at its next bytes.
     private(set) var room = RoomState.unasked
+    /// Asks `max-rate`'s bucket whether bytes may be taken now (false: pause). Runs inside the
+    /// write callback.
+    private let admit: (Transfer, Int) -> Bool
+    /// Where the transfer stands with `max-rate`: paused for it, and the time held back.
+    var throttle = TransferThrottle()
     /// The Content-Length, read with the first body bytes (nil: not declared).
     private(set) var declaredLength: Int?
     /// When the first byte of a 2xx body arrived (the pace is judged from then).
@@ -102,8 +107,10 @@ final class Transfer {
 
     init(
         job: Job, target: ImageURL, redirects: Int, direct: Bool, attemptStartedAt: ContinuousClock.Instant?,
-        serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
+        serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void,
+        admit: @escaping (Transfer, Int) -> Bool, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
+        self.admit = admit
         self.makeSpill = makeSpill
         self.askForRoom = askForRoom
         self.job = job
@@ -191,6 +198,8 @@ final class Transfer {
             }
         }
         guard let status, (200..<300).contains(status) else {
+            // An error page's bytes use the link too: the cap holds them back like a body's.
+            guard admit(self, bytes.count) else { return CurlEasy.pauseWriting }
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
@@ -217,6 +226,9 @@ final class Transfer {
             askForRoom(self, wanted)
             return CurlEasy.pauseWriting
         }
+        // The last gate before the bytes are kept: a pause for the cap after one for room finds
+        // the room already held when libcurl offers these bytes again.
+        guard admit(self, bytes.count) else { return CurlEasy.pauseWriting }
         if buffer.capacity == 0 {
             // As much as the body needs when its length is declared (most images are far
             // smaller than the buffer), else a start that grows by doubling.
@@ -252,7 +264,8 @@ final class Transfer {
         } else {
             room = .refused
         }
-        easy.resumeReceiving()
+        // Held back by the cap meanwhile: the bucket resumes it.
+        if !throttle.isPaused { easy.resumeReceiving() }
     }
 
     /// Hands the full buffer to the spill (made with the first one) and starts a new one. The

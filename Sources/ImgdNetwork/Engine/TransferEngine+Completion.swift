@@ -8,6 +8,7 @@ extension TransferEngine {
     func complete(easy: UnsafeMutableRawPointer, result: CURLcode) {
         guard let transfer = running.removeValue(forKey: easy) else { return }
         isQueueStalled = false  // a slot is free, for its host too
+        forgetThrottled(transfer)
         multi!.remove(transfer.easy)
         let job = transfer.job
         job.transfer = nil

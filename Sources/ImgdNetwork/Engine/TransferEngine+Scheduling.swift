@@ -188,14 +188,17 @@ extension TransferEngine {
         guard now >= nextPaceCheck else { return }
         nextPaceCheck = now + Self.paceCheckInterval
         for transfer in Array(running.values) {
-            guard let reason = TransferPace.shortfall(
+            // A transfer held back by max-rate has libcurl's limits judged here; the pace rule
+            // then looks at the time it was allowed to receive.
+            let overLimit = judgeThrottled(transfer, now: now)
+            guard let reason = overLimit ?? TransferPace.shortfall(
                 received: transfer.bytesReceived, declared: transfer.declaredLength,
                 bodyStartedAt: transfer.bodyStartedAt, startedAt: transfer.startedAt, now: now,
-                timeout: transfer.totalTimeout)
+                timeout: transfer.totalTimeout, heldBack: transfer.throttle.heldBack(now: now))
             else { continue }
             let job = transfer.job
             detach(transfer)
-            counters.pacedOut += 1
+            if overLimit == nil { counters.pacedOut += 1 }
             settle(job, .failure(.timeout(reason)))
         }
     }
@@ -217,6 +220,7 @@ extension TransferEngine {
     func detach(_ transfer: Transfer) {
         isQueueStalled = false
         running[transfer.easy.handle] = nil
+        forgetThrottled(transfer)
         multi?.remove(transfer.easy)
         releaseHostSlot(transfer.job.url.hostKey)
         transfer.discard()
@@ -319,6 +323,7 @@ extension TransferEngine {
             serial: lastTransferSerial, easy: easy, disk: disk,
             policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
+            admit: { [unowned self] transfer, bytes in admit(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
         do {
             try transfer.configure(policy)

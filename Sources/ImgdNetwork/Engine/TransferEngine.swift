@@ -34,7 +34,7 @@ final class TransferEngine: @unchecked Sendable {
         case cancelSubmitter(SubmitterID)
         case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
-        /// under the old one.
+        /// under the old one, but for `max-rate`, which holds back their next bytes at the new rate.
         case updatePolicy(DownloadPolicy)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
         case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
@@ -122,6 +122,10 @@ final class TransferEngine: @unchecked Sendable {
     /// Told of each fallback from the tier to the origin (the tier's URL and the cause), on the
     /// loop thread: keep it short.
     let onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)?
+    /// `max-rate`'s bucket and the transfers it holds back, in the order they paused
+    /// (`TransferEngine+Bandwidth.swift`).
+    var bandwidth: BandwidthBucket
+    var throttled: [Transfer] = []
 
     init(
         policy: DownloadPolicy, cache: DiskCache, onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
@@ -137,6 +141,7 @@ final class TransferEngine: @unchecked Sendable {
         self.share = try CurlShare()
         self.waker = multi.waker
         self.policy = policy
+        bandwidth = BandwidthBucket(rate: policy.maxRate)
         failures = FailureMemory(capacity: policy.maxRememberedFailures)
         self.cache = cache.directory
         self.disk = cache
@@ -211,10 +216,12 @@ final class TransferEngine: @unchecked Sendable {
             let now = ContinuousClock.now
             releaseDueRetries(now: now)
             startTransfers(now: now)
+            releaseThrottled(now: now)
             multi!.perform()
             while let (easy, result) = multi!.nextCompleted() {
                 complete(easy: easy, result: result)
             }
+            releaseThrottled(now: .now)
             endHopelessTransfers(now: .now)
             startTransfers(now: .now)
             shareSlotsFairly(now: .now)
@@ -242,6 +249,8 @@ final class TransferEngine: @unchecked Sendable {
             if let keys { for key in keys { failures.forget(key) } } else { failures.forgetAll() }
         case .updatePolicy(let newPolicy):
             policy = newPolicy
+            // The cap changes at once for running transfers too: the next bytes meet the new rate.
+            bandwidth.setRate(newPolicy.maxRate, now: .now)
             failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
@@ -318,6 +327,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         // Slots are shared and paces judged on the clock, while there is something to judge.
         if !running.isEmpty { timeout = min(timeout, Self.paceCheckInterval.milliseconds) }
+        if let throttle = throttleTimeout(now: now) { timeout = min(timeout, throttle) }
         if queue.entryCount > 0, running.count >= policy.maxParallel {
             timeout = min(timeout, Self.shareCheckInterval.milliseconds)
         }

@@ -49,6 +49,13 @@ public struct DownloadPolicy: Sendable, Equatable {
     public var fairShareGrace: Duration = .seconds(10)
     /// Per-host caps, headers and request rates (none by default).
     public var hosts = HostRules.none
+    /// Bytes a second received over every transfer the cap applies to (``maxRateAppliesTo``),
+    /// held by a token bucket on the engine's thread; nil (the default) is no cap. A change
+    /// applies at once, to running transfers too.
+    public var maxRate: Int?
+    /// Which transfers ``maxRate`` holds back (default ``RateCapScope/prefetch``: on-demand
+    /// `get`s are exempt).
+    public var maxRateAppliesTo = RateCapScope.prefetch
 
     public init() {}
 }
