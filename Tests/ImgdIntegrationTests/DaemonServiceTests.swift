@@ -430,7 +430,10 @@ struct DaemonServiceTests {
             let restartOnly = "proxy = \"http://127.0.0.1:9\"\ndeny = [\"127.0.0.0/8\", \"::1/128\"]\n"
             try scratch.write("imgd.toml", "max-per-host = 2\n" + restartOnly)
             kill(daemon.pid, SIGHUP)
-            let reloaded = await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded: max-per-host = 2") }
+            // The reload's lines are written one by one: wait for the last (in --help order).
+            let reloaded = await eventually(timeout: .seconds(10)) {
+                daemon.log.contains("reloaded: max-per-host = 2") && daemon.log.contains("reloaded: deny changed")
+            }
             let log = daemon.log
             #expect(reloaded, "the reloadable change was not logged as applied:\n\(log)")
             #expect(log.contains("reloaded: proxy changed to http://127.0.0.1:9 but needs a restart; keeping the old value"), "\(log)")
