@@ -122,7 +122,8 @@ final class DaemonServices: Sendable {
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
         do {
-            downloader = try Downloader(cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy)
+            downloader = try Downloader(
+                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy, refresh: config.refreshPolicy)
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
@@ -135,6 +136,11 @@ final class DaemonServices: Sendable {
             ])
         }
         let outcomes = OutcomeRecorder(events: events, counters: DaemonCounters())
+        downloader.observeRevalidations { url, result in
+            // The memory tier's copy carries the entry's old freshness, or (a new body) old bytes.
+            if case .success(let image) = result { memory.remove(image.key) }
+            outcomes.revalidated(url, result)
+        }
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(

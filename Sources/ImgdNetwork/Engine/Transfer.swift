@@ -137,6 +137,7 @@ final class Transfer {
         try easy.set(CURLOPT_PROXY, policy.proxy ?? "")
         try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
+        try easy.set(headers: RequestHeaders(validators: job.validators))
         try easy.set(CURLOPT_NOSIGNAL, true)
         // Waiting to multiplex pays only over TLS, where ALPN answers during the handshake. Over
         // plain http a new host's answer comes with its first response: every other transfer to
