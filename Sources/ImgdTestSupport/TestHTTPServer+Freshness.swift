@@ -32,7 +32,7 @@ extension TestHTTPServer {
     ///   (negative: in the past), or `bad` for an unparseable one; `age`: an `Age` header. Every
     ///   response carries `Date: now`.
     /// - `changes_at=N`: from the N-th request for the exact target on, the image is another
-    ///   (another seed, ETag `"v2"`, a later `Last-Modified`); before, ETag `"v1"`.
+    ///   (one pixel wider, another seed, ETag `"v2"`, a later `Last-Modified`); before, ETag `"v1"`.
     /// - A request whose `If-None-Match` names the current ETag (or, without one, whose
     ///   `If-Modified-Since` is the current `Last-Modified`) is answered `304` with the same
     ///   freshness headers and no body; `cond_status=S` answers conditional requests `S` instead.
@@ -63,7 +63,12 @@ extension TestHTTPServer {
         func response(attempt: Int, conditional: Conditional) -> Response {
             let changed = changesAt.map { attempt >= $0 } ?? false
             var image = image
-            if changed { image.seed &+= 1 }
+            if changed {
+                // Another image for sure: one pixel wider (PNG pixels use `seed | 1`, so seed + 1
+                // alone may draw the same).
+                image.width += 1
+                image.seed &+= 2
+            }
             let etag = changed ? "\"v2\"" : "\"v1\""
             let lastModified = changed ? Self.changedLastModified : TestHTTPServer.imageLastModified
             let now = Date()
