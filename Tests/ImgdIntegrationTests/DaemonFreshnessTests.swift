@@ -75,6 +75,29 @@ struct DaemonFreshnessTests {
         }
     }
 
+    @Test("a due get is answered while its conditional request is still held by the origin; the revalidation ends once the origin answers")
+    func dueGetAnsweredAtOnce() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "1d"])
+            defer { daemon.killIfStillRunning() }
+            let events = try await daemon.subscribe(["revalidated"])
+            // One entry under a chosen key, fetched by a URL the origin answers at once; then used
+            // by a URL whose every answer waits for a gate.
+            let quick = server.url("/fresh/k.png?cc=no-cache"), held = server.url("/fresh/k.png?cc=no-cache&gate=k")
+            _ = try await Self.get(daemon, quick, #","key":"k""#)
+            let served = try await Self.get(daemon, held, #","key":"k""#)
+            #expect(["disk", "memory"].contains(served["source"] as? String ?? ""), "\(served)")
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the conditional request reached the origin")
+            #expect(Self.conditionals(server, "/fresh/k.png?cc=no-cache&gate=k") == 1)
+            #expect(events.events.isEmpty, "not revalidated before the origin answers")
+            server.openGate("k")
+            #expect(await events.first("revalidated") { $0["url"] as? String == held } != nil, "\(daemon.log)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("respect-headers: max-age=0 and no-cache are due, max-age=3600 and immutable are not; min-fresh floors a short lifetime")
     func respectHeadersRules() async throws {
         let scratch = try ScratchFolder()
