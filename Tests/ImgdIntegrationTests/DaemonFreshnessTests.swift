@@ -275,6 +275,31 @@ struct DaemonFreshnessTests {
         }
     }
 
+    @Test("a revalidation that times out keeps serving the entry: failed as timeout, the file as it was")
+    func timedOutRevalidationKeepsServing() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(
+                in: scratch.path, arguments: ["--refresh", "1d", "--attempts", "1", "--timeout", "1s"])
+            defer { daemon.killIfStillRunning() }
+            let events = try await daemon.subscribe(["failed"])
+            // Cached by a URL answered at once; used by one whose answers never come (a gate
+            // never opened), under the same chosen key.
+            let quick = server.url("/fresh/t.png?cc=no-cache"), stalled = server.url("/fresh/t.png?cc=no-cache&gate=never")
+            let first = try await Self.get(daemon, quick, #","key":"t""#)
+            let path = try #require(first["path"] as? String)
+            let inode = try Self.inode(path)
+            _ = try await Self.get(daemon, stalled, #","key":"t""#)
+            let failed = await events.first("failed") { $0["url"] as? String == stalled }
+            #expect(failed?.data["code"] as? String == "timeout", "\(daemon.log)")
+            let after = try await Self.get(daemon, quick, #","key":"t","refresh":"off""#)
+            #expect(after["sha256"] as? String == first["sha256"] as? String)
+            #expect(try Self.inode(path) == inode)
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("over https with HTTP/2: the conditional request goes out on h2 and its 304 is counted")
     func revalidationOverHTTP2() async throws {
         let certificates = try await TestCertificates.shared()
