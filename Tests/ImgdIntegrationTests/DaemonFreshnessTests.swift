@@ -98,6 +98,28 @@ struct DaemonFreshnessTests {
         }
     }
 
+    @Test("refresh reloads on SIGHUP: off, nothing asked; 1d, a no-cache entry is revalidated on its next use")
+    func refreshReloads() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", "refresh = \"off\"\n")
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfStillRunning() }
+            let events = try await daemon.subscribe(["revalidated"])
+            let url = server.url("/fresh/reload.png?cc=no-cache")
+            _ = try await Self.get(daemon, url)
+            _ = try await Self.get(daemon, url)
+            try scratch.write("imgd.toml", "refresh = \"1d\"\n")
+            kill(daemon.pid, SIGHUP)
+            #expect(await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded: refresh = 1d") }, "\(daemon.log)")
+            _ = try await Self.get(daemon, url)
+            #expect(await events.first("revalidated") { $0["url"] as? String == url } != nil, "\(daemon.log)")
+            #expect(Self.conditionals(server, "/fresh/reload.png") == 1, "off asked nothing before the reload")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("respect-headers: max-age=0 and no-cache are due, max-age=3600 and immutable are not; min-fresh floors a short lifetime")
     func respectHeadersRules() async throws {
         let scratch = try ScratchFolder()
