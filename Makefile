@@ -7,18 +7,26 @@
 SWIFT ?= swift
 # Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, ISA-L (CRC-32), through pkg-config.
 BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev libisal-dev pkg-config
-# The tests also drive the curl and sqlite3 command-line tools, and make their TLS certificates with openssl.
-TEST_PACKAGES := curl sqlite3 openssl
+# The tests also drive the curl and sqlite3 command-line tools, make their TLS certificates with
+# openssl, and run nginx as the shared tier (contrib/fleet/) as a child process of their own.
+TEST_PACKAGES := curl sqlite3 openssl nginx
 LIST ?=
 
 .PHONY: run test smoke build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan sanitizer-smoke
 
+# Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
+# every start (exit 101) is in place for the install, unless the machine has one of its own.
 define install_missing
 	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+		rc=""; if [ ! -e /usr/sbin/policy-rc.d ]; then rc=1; \
+			printf '#!/bin/sh\n# make test: no service starts while it installs packages\nexit 101\n' | $$SUDO tee /usr/sbin/policy-rc.d >/dev/null \
+			&& $$SUDO chmod 755 /usr/sbin/policy-rc.d; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; status=$$?; \
+		if [ -n "$$rc" ]; then $$SUDO rm -f /usr/sbin/policy-rc.d; fi; \
+		exit $$status; \
 	fi
 endef
 

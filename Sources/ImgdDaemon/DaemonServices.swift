@@ -122,8 +122,10 @@ final class DaemonServices: Sendable {
         let memory = MemoryCache(limitBytes: config.memoryLimit)
         let downloader: Downloader
         do {
+            let tierLog = TierFallbackLog(logger: logger)
             downloader = try Downloader(
-                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy, refresh: config.refreshPolicy)
+                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy, refresh: config.refreshPolicy,
+                onTierFallback: { tier, cause in tierLog.note(tier: tier, cause: cause) })
         } catch {
             throw DaemonStartError(description: "\(error)")
         }

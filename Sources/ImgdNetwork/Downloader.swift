@@ -35,17 +35,21 @@ public final class Downloader: Sendable {
     /// ``makeSubmitter()``, which counts up from 1).
     private let revalidationSubmitter = SubmitterID(rawValue: UInt64.max)
 
-    /// Starts a downloader writing into `cache` under `policy`.
+    /// Starts a downloader writing into `cache` under `policy`, keying URLs by `keyPolicy`.
+    /// `onTierFallback` is told of each request that went to its origin directly because the
+    /// tier failed (the tier's URL and the cause, the same words for every URL: `502 upstream`,
+    /// `no answer (connect)`), on the engine's thread: keep it short.
     public init(
         cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(), keyPolicy: CacheKeyPolicy = .wholeURL,
-        refresh: RefreshPolicy = RefreshPolicy()
+        refresh: RefreshPolicy = RefreshPolicy(),
+        onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
     ) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
         keys = Locked(keyPolicy)
         self.refresh = Locked(refresh)
-        engine = try TransferEngine(policy: policy, cache: cache)
+        engine = try TransferEngine(policy: policy, cache: cache, onTierFallback: onTierFallback)
         engine.start()
     }
 

@@ -168,6 +168,10 @@ public final class TestHTTPServer: Sendable {
     /// Request-targets in arrival order.
     public var requestLog: [String] { state.counters.requestLog }
 
+    /// When the first request head arrived since start or ``resetCounters()``, taken on the
+    /// server's event loop (a test timing a run does not depend on when its own task polls).
+    public var firstRequestAt: ContinuousClock.Instant? { state.counters.firstRequestAt }
+
     /// Every request with its header fields, in arrival order (forgotten by ``resetCounters()``).
     public var requests: [RecordedRequest] { state.counters.requests }
 

@@ -19,6 +19,8 @@ final class TestHTTPServerState: Sendable {
         var http2Requests = 0
         /// Every request with its header fields, in arrival order.
         var requests: [TestHTTPServer.RecordedRequest] = []
+        /// When the first request head arrived, on the server's own thread.
+        var firstRequestAt: ContinuousClock.Instant?
     }
 
     /// Everything the lock guards.
@@ -53,6 +55,7 @@ final class TestHTTPServerState: Sendable {
         order?.append(target)
         return state.withLockedValue { locked in
             if isHTTP2 { locked.counters.http2Requests += 1 }
+            if locked.counters.firstRequestAt == nil { locked.counters.firstRequestAt = .now }
             locked.counters.requestLog.append(target)
             locked.counters.requests.append(
                 TestHTTPServer.RecordedRequest(

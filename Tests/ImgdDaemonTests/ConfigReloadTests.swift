@@ -1,4 +1,5 @@
 import Foundation
+import ImgdCore
 @testable import ImgdDaemon
 import ImgdNetwork
 import Logging
@@ -26,6 +27,13 @@ struct ConfigReloadTests {
         return path
     }()
 
+    /// A headers file only this process's user may read (empty: no tables).
+    static let headersFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reload-headers-\(getpid()).toml").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o600])
+        return path
+    }()
+
     static let changes: [Change] = [
         Change(key: "spool", value: .string("/elsewhere/spool"), reloadable: false) { $0.spool == "/elsewhere/spool" },
         Change(key: "cache", value: .string("/elsewhere/cache"), reloadable: false) { $0.cache == "/elsewhere/cache" },
@@ -42,10 +50,17 @@ struct ConfigReloadTests {
         Change(key: "attempts", value: .integer(5), reloadable: true) { $0.downloadPolicy.retry.maxAttempts == 5 },
         Change(key: "max-body-bytes", value: .string("1MiB"), reloadable: true) { $0.downloadPolicy.maxBodyBytes == 1 << 20 },
         Change(key: "timeout", value: .string("30s"), reloadable: true) { $0.downloadPolicy.totalTimeout == .seconds(30) },
+        Change(key: "max-rate", value: .string("20MB"), reloadable: true) { $0.downloadPolicy.maxRate == 20_000_000 },
+        Change(key: "max-rate-applies-to", value: .string("all"), reloadable: true) { $0.downloadPolicy.maxRateAppliesTo == .all },
         Change(key: "proxy", value: .string("http://proxy.test:3128"), reloadable: false) {
             $0.downloadPolicy.proxy == "http://proxy.test:3128"
         },
+        Change(key: "tier", value: .string("http://cache.site:8080/"), reloadable: true) {
+            $0.downloadPolicy.tier?.base == "http://cache.site:8080"
+        },
+        Change(key: "tier-fallback", value: .boolean(false), reloadable: true) { !$0.tierFallback },
         Change(key: "ca-file", value: .string(caFile), reloadable: true) { $0.downloadPolicy.caFile == caFile },
+        Change(key: "headers-file", value: .string(headersFile), reloadable: true) { $0.headersFile == headersFile },
         Change(key: "deny", value: .array([.string("10.0.0.0/8")]), reloadable: false) {
             $0.downloadPolicy.addresses.deniedRanges.contains(IPRange("10.0.0.0/8")!)
         },
@@ -120,5 +135,19 @@ struct ConfigReloadTests {
         #expect(reload.changes.isEmpty)
         #expect(reload.messages.map(\.text) == ["reloaded: nothing changed"])
         #expect(reload.applied == Self.running)
+    }
+
+    @Test("host tables, changed: applied and logged with their patterns and header names, never a header's value")
+    func hostTables() throws {
+        var loaded = Self.running
+        var table = HostSettings(pattern: try HostPattern("images.example.com"))
+        table.headers = [try RequestHeader(name: "Authorization", value: "Bearer s3cr3t")]
+        table.maxPerHost = 16
+        loaded.hosts = [table]
+        let reload = ConfigReload(running: Self.running, loaded: loaded)
+        #expect(reload.applied.hosts == [table])
+        #expect(reload.applied.downloadPolicy.hosts.rule(for: "images.example.com")?.maxPerHost == 16)
+        #expect(reload.messages.map(\.text) == ["reloaded: host tables = images.example.com (max-per-host: 16; headers: Authorization)"])
+        #expect(!reload.messages.contains { $0.text.contains("s3cr3t") })
     }
 }

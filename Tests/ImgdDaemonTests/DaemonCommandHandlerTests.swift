@@ -131,8 +131,9 @@ struct DaemonCommandHandlerTests {
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
                 "version", "pid", "uptime_s", "queued", "in_flight", "lists_active", "spool", "cache", "memory",
-                "pressure_events", "degraded",
+                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded",
             ])
+            #expect(status["max_rate"] == .null && status["max_rate_applies_to"] == "prefetch" && status["throttled_now"] == 0)
             #expect(status["pid"]?.intValue == Int(getpid()))
             #expect(status["spool"] == .string(fixture.folder + "/spool"))
             #expect(status["queued"]?.intValue == 0 && status["in_flight"]?.intValue == 0 && status["lists_active"]?.intValue == 0)
@@ -147,7 +148,7 @@ struct DaemonCommandHandlerTests {
             let stats = try await fixture.object("stats")
             #expect(Self.keys(stats) == [
                 "downloads", "download_bytes", "download_failures", "retries", "failures", "coalesced", "revalidated", "cancelled",
-                "preempted", "paced_out", "memory", "disk", "gets", "pressure_events", "events_dropped",
+                "preempted", "paced_out", "throttled", "tier_fallbacks", "memory", "disk", "gets", "pressure_events", "events_dropped",
             ])
             #expect(Self.keys(try #require(stats["memory"]?.objectValue)) == ["hits", "misses", "purges"])
             #expect(Self.keys(try #require(stats["disk"]?.objectValue)) == ["hits", "misses", "evicted", "expired"])

@@ -149,6 +149,23 @@ struct DaemonKeysAndChecksumsTests {
         }
     }
 
+    @Test("imgd prefetch reads object lists too: a wrong sha256 fails checksum_mismatch (exit 1), a right one is cached")
+    func prefetchCommandChecksums() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            try scratch.write("list.json", Self.json([
+                ["url": server.url("/img/p1.png"), "sha256": Self.sha256("/img/p1.png")],
+                ["url": server.url("/img/p2.png"), "sha256": String(repeating: "1", count: 64)],
+            ]))
+            let run = try await BinaryRunner.imgd(["prefetch", "list.json", "--cache", "c"], in: scratch.path)
+            #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+            #expect(run.stderr.contains("checksum_mismatch"), "\(run.stderr)")
+            #expect(server.requestCount("/img/p2.png") == 2)
+            #expect(server.requestCount("/img/p1.png") == 1)
+        }
+    }
+
     @Test("chosen keys: two URLs with one key share one entry; get with the key finds it; add takes objects and rejects a bad one alone")
     func chosenKeys() async throws {
         let scratch = try ScratchFolder()

@@ -35,6 +35,8 @@ struct PrometheusRenderer {
         "cancelled": "Downloads cancelled.",
         "preempted": "Prefetch transfers that gave their slot to an on-demand request or a waiting list (re-queued, not failed).",
         "paced_out": "Transfers ended early because their pace could not finish the declared body in time.",
+        "throttled": "Times a transfer paused because max-rate's bucket was empty.",
+        "tier_fallbacks": "Requests sent to the origin directly because the shared tier failed.",
         "pressure_events": "Memory-pressure events handled.",
         "events_dropped": "Events not sent to a slow subscriber.",
     ]

@@ -53,8 +53,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("attempts")) var attempts: String?
     @Option(help: .setting("max-body-bytes")) var maxBodyBytes: String?
     @Option(help: .setting("timeout")) var timeout: String?
+    @Option(help: .setting("max-rate")) var maxRate: String?
+    @Option(help: .setting("max-rate-applies-to")) var maxRateAppliesTo: String?
     @Option(help: .setting("proxy")) var proxy: String?
+    @Option(help: .setting("tier")) var tier: String?
+    @Option(help: .setting("tier-fallback")) var tierFallback: String?
     @Option(help: .setting("ca-file")) var caFile: String?
+    @Option(help: .setting("headers-file")) var headersFile: String?
     @Option(help: .setting("deny")) var deny: [String] = []
     @Option(help: .setting("deny-defaults")) var denyDefaults: String?
     @Option(help: .setting("max-connections")) var maxConnections: String?

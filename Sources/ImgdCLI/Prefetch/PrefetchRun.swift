@@ -49,7 +49,7 @@ struct PrefetchRun {
             tally.update { $0.failures[FailureCode.badList.rawValue, default: 0] += 1 }
             return
         }
-        var batch: [ImageURL] = []
+        var batch: [ImageRequest] = []
         batch.reserveCapacity(batchSize)
         while true {
             let entry: LinkListEntry?
@@ -66,7 +66,9 @@ struct PrefetchRun {
                 console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(EchoedText.cut(entry.text))")
                 tally.update { $0.failures[FailureCode.badURL.rawValue, default: 0] += 1 }
             case .success(let url):
-                batch.append(url)
+                // An object item's key and digest count here as in the daemon (its pin and
+                // priority mean nothing to a one-off run).
+                batch.append(downloader.request(for: url, chosenKey: entry.options.key, sha256: entry.options.sha256))
                 if batch.count == batchSize {
                     await submit(batch, submitter: submitter, window: window)
                     batch.removeAll(keepingCapacity: true)
@@ -77,7 +79,7 @@ struct PrefetchRun {
         await window.waitUntilEmpty()
     }
 
-    private func submit(_ batch: [ImageURL], submitter: SubmitterID, window: PrefetchWindow) async {
+    private func submit(_ batch: [ImageRequest], submitter: SubmitterID, window: PrefetchWindow) async {
         guard !batch.isEmpty else { return }
         tally.update { $0.listed += batch.count }
         await window.acquire(batch.count)

@@ -29,6 +29,9 @@ extension DaemonCommands {
                 "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
             ],
             "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "max_rate": config.maxRate > 0 ? JSONValue(config.maxRate) : .null,
+            "max_rate_applies_to": .string(config.maxRateAppliesTo.rawValue),
+            "throttled_now": JSONValue(downloads.throttledNow),
             "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
         ]
     }
@@ -45,6 +48,8 @@ extension DaemonCommands {
             "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
             "coalesced": JSONValue(downloads.coalesced), "revalidated": JSONValue(downloads.revalidated), "cancelled": JSONValue(downloads.cancelled),
             "preempted": JSONValue(downloads.preempted), "paced_out": JSONValue(downloads.pacedOut),
+            "throttled": JSONValue(downloads.throttled),
+            "tier_fallbacks": JSONValue(downloads.tierFallbacks),
             "memory": ["hits": JSONValue(memory.hits), "misses": JSONValue(memory.misses), "purges": JSONValue(memory.purges)],
             "disk": [
                 "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),

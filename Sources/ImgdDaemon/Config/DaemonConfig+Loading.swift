@@ -35,12 +35,40 @@ extension DaemonConfig {
         for flag in flags {
             try config.set(flag.key, to: .string(flag.value), origin: "--\(flag.key)")
         }
+        if let secrets = config.headersFile {
+            config.hosts = HostSettings.merge(config.hosts, try readHostTables(secrets))
+        }
         // Paths handed to clients (`get`'s path, `status`'s spool) must not depend on where the
         // client runs. The socket stays as given: a Unix socket path is limited to 107 bytes.
         config.spool = absolute(config.spool)
         config.cache = absolute(config.cache)
         config.state = absolute(config.state)
         return config
+    }
+
+    /// The `[host."pattern"]` tables of the `headers-file` at `path`, which may hold nothing else.
+    static func readHostTables(_ path: String) throws(ConfigError) -> [HostSettings] {
+        do {
+            try HostSettings.checkSecretFile(path)
+        } catch {
+            throw ConfigError(origin: path, reason: "headers-file: \(error.reason)")
+        }
+        guard let text = try readFile(path) else { return [] }
+        let document: TOMLDocument
+        do {
+            document = try TOMLDocument(parsing: text)
+        } catch {
+            throw ConfigError(origin: "\(path):\(error.line)", reason: error.reason)
+        }
+        var tables: [HostSettings] = []
+        for entry in document.root.entries {
+            guard entry.key == "host" else {
+                throw ConfigError(
+                    origin: "\(path):\(entry.line)", reason: "a headers-file holds only [host.\"PATTERN\"] tables, not \(entry.key)")
+            }
+            tables = try HostSettings.tables(from: entry.value, origin: { "\(path):\($0)" }, line: entry.line)
+        }
+        return tables
     }
 
     /// `path` against the working directory, `./` and trailing `/` dropped.

@@ -4,8 +4,8 @@ import Logging
 
 extension DaemonConfig {
     /// Every setting, in the order `--help` lists them: its name, kind, whether a reload may
-    /// change it and what `--help` says of it. Limits, caps, timeouts, the CA file and the admin
-    /// group apply at once; folders, the socket, the connection limits, the pressure threshold,
+    /// change it and what `--help` says of it. Limits, caps, timeouts, the tier, the CA file and
+    /// the admin group apply at once; folders, the socket, the connection limits, the pressure threshold,
     /// the proxy and the denied ranges need a restart. README's table of settings is checked
     /// against this one.
     public static let settings: [DaemonSetting] = [
@@ -47,6 +47,31 @@ extension DaemonConfig {
             help: SettingHelp("Largest body accepted", detail: "counted as it arrives, not only from its declared length")),
         .duration("timeout", \.timeout, minimum: .seconds(1), reloadable: true, help: "Time allowed for one attempt"),
         DaemonSetting(
+            "max-rate", \.maxRate, reloadable: true,
+            help: SettingHelp(
+                "Bytes a second received over all the transfers it applies to, running ones included",
+                detail: "0 is no cap; otherwise at least 1KiB, in the units of disk-limit", valueName: "SIZE"),
+            show: { $0 == 0 ? "0 (no cap)" : "\(ByteCount($0))/s" }, spell: { DaemonSetting.spell(bytes: $0) }
+        ) { value throws(SettingError) in
+            let rate = try DaemonSetting.byteCount(value)
+            guard rate == 0 || rate >= DaemonConfig.minimumMaxRate else {
+                throw SettingError(reason: "0 (no cap) or at least \(ByteCount(DaemonConfig.minimumMaxRate)) a second")
+            }
+            return rate
+        },
+        DaemonSetting(
+            "max-rate-applies-to", \.maxRateAppliesTo, reloadable: true,
+            help: SettingHelp(
+                "Which transfers max-rate holds back: prefetch exempts on-demand gets, all includes them",
+                valueName: RateCapScope.allCases.map(\.rawValue).joined(separator: "|")),
+            show: { $0.rawValue }, spell: { $0.rawValue }
+        ) { value throws(SettingError) in
+            guard let scope = RateCapScope(rawValue: try value.text()) else {
+                throw SettingError(reason: "one of " + RateCapScope.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            return scope
+        },
+        DaemonSetting(
             "proxy", \.proxy, reloadable: false,
             help: SettingHelp("Proxy URL", detail: "proxy environment variables are ignored"),
             show: { $0 ?? "" }, spell: { $0 }
@@ -54,10 +79,42 @@ extension DaemonConfig {
             let text = try value.text()
             return text.isEmpty ? nil : text
         },
+        // The shared tier (README, "Fleet"): both apply to transfers that start after a reload.
+        DaemonSetting(
+            "tier", \.tier, reloadable: true,
+            help: SettingHelp(
+                "A shared cache tier (contrib/fleet/) that every fetch goes through",
+                detail: "http or https URL; keys and reports keep the origin URL", valueName: "url", none: "none: origins directly"),
+            show: { $0 ?? "" }, spell: { $0 }
+        ) { value throws(SettingError) in
+            let text = try value.text()
+            guard !text.isEmpty else { return nil }
+            do throws(TierRouteError) {
+                return try TierRoute(text).base
+            } catch {
+                throw SettingError(reason: error.description)
+            }
+        },
+        .boolean(
+            "tier-fallback", \.tierFallback, reloadable: true,
+            help: SettingHelp(
+                "Fetch from the origin directly when the tier fails (no answer, or a 5xx marked X-Tier-Error)",
+                detail: "false: an ordinary failure", valueName: "true|false")),
         .readableFile(
             "ca-file", \.caFile, reloadable: true,
             help: SettingHelp(
                 "A file of PEM certificates (a private CA) trusted for https instead of the system's store", valueName: "path")),
+        DaemonSetting(
+            "headers-file", \.headersFile, reloadable: true,
+            help: SettingHelp(
+                "A file of [host.\"PATTERN\"] tables (headers with tokens), readable only by imgd's user", valueName: "path"),
+            show: { $0 ?? "" }, spell: { $0 }
+        ) { value throws(SettingError) in
+            let path = try value.text()
+            guard !path.isEmpty else { return nil }
+            try HostSettings.checkSecretFile(path)
+            return DaemonConfig.absolute(path)
+        },
         DaemonSetting(
             "deny", \.deny, reloadable: false,
             help: "Also refuse connections to this address range (CIDR); repeatable; added to the default list",
@@ -144,6 +201,9 @@ extension DaemonConfig {
             "max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true,
             help: "Bytes of the URLs of the held requests before add, get without waiting and retry are refused with queue_full"),
     ]
+
+    /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.
+    static let minimumMaxRate = 1024
 
     /// Every setting's name, in the order `--help` lists them.
     public static let settingNames = settings.map(\.name)

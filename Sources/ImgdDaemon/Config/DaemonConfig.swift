@@ -42,7 +42,17 @@ public struct DaemonConfig: Sendable, Equatable {
     public var attempts = DownloadPolicy().retry.maxAttempts
     public var maxBodyBytes = DownloadPolicy().maxBodyBytes
     public var timeout = DownloadPolicy().totalTimeout
+    /// Bytes a second over the transfers the cap applies to; 0 (the default) is no cap
+    /// (``DownloadPolicy/maxRate``).
+    public var maxRate = DownloadPolicy().maxRate ?? 0
+    /// Which transfers `max-rate` holds back (``DownloadPolicy/maxRateAppliesTo``).
+    public var maxRateAppliesTo = DownloadPolicy().maxRateAppliesTo
     public var proxy: String?
+    /// The shared tier's URL, as ``TierRoute`` normalises it; nil (the default) fetches from the
+    /// origins directly.
+    public var tier: String?
+    /// Whether a tier failure falls back to the origin (``TierRoute/defaultFallback``).
+    public var tierFallback = TierRoute.defaultFallback
     /// A file of PEM certificates trusted for https instead of the system's store; nil (the
     /// default) uses the system's.
     public var caFile: String?
@@ -80,11 +90,14 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxQueuedBytes = HeldRequestLimit().bytes
     /// The two held-request bounds, as the downloader takes them.
     public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
+    /// A TOML file of `[host."pattern"]` tables kept apart from the configuration (for secrets:
+    /// it must be readable only by the daemon's user); nil (the default) for none.
+    public var headersFile: String?
     /// `[host."pattern"]` tables (file only; reloadable).
     public var hosts: [HostSettings] = []
     /// How URLs become cache keys, from the host tables' `key-ignore-query`.
     public var keyPolicy: CacheKeyPolicy {
-        CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery) })
+        CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery ?? []) })
     }
     /// The largest image `get` returns inline with `data: true`
     /// (``DaemonCommands/defaultMaxDataBytes``).
@@ -120,8 +133,13 @@ public struct DaemonConfig: Sendable, Equatable {
         policy.retry.maxAttempts = attempts
         policy.maxBodyBytes = maxBodyBytes
         policy.totalTimeout = timeout
+        policy.maxRate = maxRate > 0 ? maxRate : nil
+        policy.maxRateAppliesTo = maxRateAppliesTo
         policy.proxy = proxy
+        // `tier` was checked when set, so it parses.
+        policy.tier = tier.flatMap { try? TierRoute($0, fallback: tierFallback) }
         policy.caFile = caFile
+        policy.hosts = HostRules(rules: hosts.map(\.rule))
         // `deny` was checked when set, so every range parses.
         policy.addresses = AddressPolicy(
             deniedRanges: (denyDefaults ? AddressPolicy.default.deniedRanges : []) + deny.compactMap(IPRange.init))

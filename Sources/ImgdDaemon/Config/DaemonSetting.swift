@@ -70,19 +70,23 @@ public struct DaemonSetting: Sendable {
     ) -> Self {
         Self(name, field, reloadable: reloadable, help: help, show: { "\(ByteCount($0))" }, spell: spell(bytes:)) {
             value throws(SettingError) in
-            let bytes: Int
-            switch value {
-            case .integer(let count): bytes = count
-            case .string(let text):
-                do {
-                    bytes = try ByteCount(parsing: text).bytes
-                } catch {
-                    throw SettingError(reason: "\(error)")
-                }
-            default: throw SettingError(reason: "a size such as \"512MiB\" or a number of bytes, not \(value.typeName)")
-            }
+            let bytes = try byteCount(value)
             guard bytes >= minimum else { throw SettingError(reason: "at least \(ByteCount(minimum))") }
             return bytes
+        }
+    }
+
+    /// A size's value: `"512MiB"` or a number of bytes.
+    static func byteCount(_ value: TOMLValue) throws(SettingError) -> Int {
+        switch value {
+        case .integer(let count): return count
+        case .string(let text):
+            do {
+                return try ByteCount(parsing: text).bytes
+            } catch {
+                throw SettingError(reason: "\(error)")
+            }
+        default: throw SettingError(reason: "a size such as \"512MiB\" or a number of bytes, not \(value.typeName)")
         }
     }
 

@@ -33,19 +33,6 @@ final class CurlEasy {
 
     deinit { curl_easy_cleanup(handle) }
 
-    /// Request headers given to the handle: kept until the handle is cleaned up (stored
-    /// properties are released after `deinit`'s body), since libcurl reads the list while the
-    /// transfer runs.
-    private var headerList: CurlHeaderList?
-
-    /// Sends `headers` with the transfer (`CURLOPT_HTTPHEADER`); none leaves the option unset.
-    func set(headers: RequestHeaders) throws(CurlSetupError) {
-        guard !headers.isEmpty else { return }
-        let list = CurlHeaderList(headers)
-        headerList = list
-        try check(imgd_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list.list), CURLOPT_HTTPHEADER)
-    }
-
     func set(_ option: CURLoption, _ value: Int) throws(CurlSetupError) {
         try check(imgd_easy_setopt_long(handle, option, value), option)
     }

@@ -1,17 +1,20 @@
 import CCurlShim
 
-/// A `curl_slist` of request header lines, owned: freed when the last reference goes. The easy
-/// handle that was given it keeps a reference (``CurlEasy/set(headers:)``), so the list lives
-/// until the handle is cleaned up, as libcurl requires.
+/// A `curl_slist` of request header lines for `CURLOPT_HTTPHEADER`, freed with this object.
+///
+/// libcurl keeps the list's pointer (it does not copy the list), so it must outlive the
+/// handle's use of it: the owning transfer keeps it, and takes the option back before freeing.
 final class CurlHeaderList {
     private(set) var list: UnsafeMutablePointer<curl_slist>?
 
-    init(_ headers: RequestHeaders) {
-        for line in headers.lines {
-            // curl_slist_append returns NULL (and leaves the list) when out of memory: keep what
-            // was built.
-            guard let longer = curl_slist_append(list, line) else { break }
-            list = longer
+    /// A list of `lines` (`Name: value`); nil when libcurl cannot allocate it.
+    init?(_ lines: [String]) {
+        for line in lines {
+            guard let next = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                return nil
+            }
+            list = next
         }
     }
 

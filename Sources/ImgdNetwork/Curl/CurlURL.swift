@@ -17,3 +17,23 @@ enum CurlURL {
         return String(cString: value)
     }
 }
+
+extension CurlURL {
+    /// A redirect's `Location` (absolute, or a reference relative to `base`) resolved against
+    /// `base` the way libcurl resolves it when it follows a redirect itself: spaces and bytes
+    /// over 0x7F percent-encoded, any scheme parsed (so that the caller can refuse it by name).
+    /// nil when libcurl cannot parse it.
+    static func resolve(_ location: String, against base: String) -> String? {
+        guard let handle = curl_url() else { return nil }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, base, 0) == CURLUE_OK,
+            curl_url_set(
+                handle, CURLUPART_URL, location,
+                UInt32(CURLU_URLENCODE | CURLU_ALLOW_SPACE | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
+        else { return nil }
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_URL, &value, 0) == CURLUE_OK, let value else { return nil }
+        defer { curl_free(value) }
+        return String(cString: value)
+    }
+}

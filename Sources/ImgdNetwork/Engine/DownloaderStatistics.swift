@@ -29,9 +29,16 @@ public struct DownloaderStatistics: Sendable, Equatable {
     public var preempted = 0
     /// Transfers ended early as timeouts because their pace could not finish the declared body in time.
     public var pacedOut = 0
+    /// Requests that went to the origin directly because the tier failed (no answer, or a 5xx
+    /// marked as its own).
+    public var tierFallbacks = 0
     /// Times a body met the cap and its transfer paused while the cache made room (evicting on
     /// its own queue, never on the transfer thread).
     public var roomRequests = 0
+    /// Times a transfer paused because `max-rate`'s bucket was empty.
+    public var throttled = 0
+    /// Transfers paused for `max-rate` now.
+    public var throttledNow = 0
     /// Hosts the engine keeps state for now: those with a transfer running or a back-off
     /// (`Retry-After`) pending; the others are forgotten.
     public var hosts = 0

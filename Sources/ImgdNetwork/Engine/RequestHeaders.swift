@@ -1,6 +1,6 @@
-/// The extra headers one transfer sends, built in one place: ``Transfer/configure(_:)`` hands
-/// them to libcurl (``CurlHeaderList``) and nothing else adds any. Today the validators of a
-/// revalidation (`If-None-Match`, `If-Modified-Since`).
+/// The extra headers one request sends, built in one place: ``Transfer/configure(_:)`` hands
+/// them to libcurl (``CurlHeaderList``) and nothing else adds any: the target host's table's
+/// `headers`, then a revalidation's validators (`If-None-Match`, `If-Modified-Since`).
 ///
 /// A value holding CR or LF is dropped, never sent: it would end the header early and let the
 /// rest of the text (an ETag stored from a hostile response) inject headers of its own.
@@ -10,8 +10,10 @@ struct RequestHeaders: Sendable, Equatable {
 
     init() {}
 
-    /// The conditional headers of a revalidation of an entry stored with `validators`.
-    init(validators: Validators?) {
+    /// The target host's header lines (`Name: value`, checked when the configuration was read),
+    /// then the conditional headers of a revalidation of an entry stored with `validators`.
+    init(host: [String] = [], validators: Validators?) {
+        lines = host
         if let etag = validators?.etag { add("If-None-Match", etag) }
         if let lastModified = validators?.lastModified { add("If-Modified-Since", lastModified) }
     }

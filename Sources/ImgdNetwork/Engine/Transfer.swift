@@ -6,8 +6,10 @@ import ImgdStore
 import Glibc
 #endif
 
-/// One attempt at downloading one job's URL: its easy handle, its body, and what its callbacks
-/// observed. Lives on the engine's loop thread from start to completion.
+/// One request of an attempt at downloading one job's URL — the job's URL itself or a redirect's
+/// target (libcurl follows no redirect: the engine takes each hop) — with its easy handle, its
+/// body, and what its callbacks observed. Lives on the engine's loop thread from start to
+/// completion.
 ///
 /// The body is gathered in a buffer of at most ``bufferLimit`` bytes; whenever the buffer fills,
 /// it is handed to a ``BodySpill`` (written and hashed on a spill lane, off this thread), so
@@ -28,9 +30,19 @@ final class Transfer {
     }
 
     let job: Job
+    /// The URL this request fetches: the job's, or the target of the redirect it follows.
+    let target: ImageURL
+    /// Redirects followed in this attempt before this request (0 for the job's own URL).
+    let redirects: Int
+    /// The tier this request goes through, nil when it goes to the origin directly.
+    let tier: TierRoute?
+    /// What is requested: the tier's URL for ``target`` through a tier, else ``target`` itself.
+    let requestURL: String
     /// Unique per engine: tells this transfer from another of the same job (a retry, a restart).
     let serial: UInt64
     let easy: CurlEasy
+    /// When the attempt began: a redirect's request keeps its first request's start, so that the
+    /// whole chain has ``totalTimeout``, as one request has.
     let startedAt: ContinuousClock.Instant
     /// Where the body goes once it outgrows the buffer.
     private(set) var spill: BodySpill?
@@ -48,6 +60,11 @@ final class Transfer {
     /// Where the transfer stands with the cache's room: receiving is paused while a request is
     /// out, and a refusal fails the body at its next bytes.
     private(set) var room = RoomState.unasked
+    /// Asks `max-rate`'s bucket whether bytes may be taken now (false: pause). Runs inside the
+    /// write callback.
+    private let admit: (Transfer, Int) -> Bool
+    /// Where the transfer stands with `max-rate`: paused for it, and the time held back.
+    var throttle = TransferThrottle()
     /// The Content-Length, read with the first body bytes (nil: not declared).
     private(set) var declaredLength: Int?
     /// When the first byte of a 2xx body arrived (the pace is judged from then).
@@ -74,6 +91,8 @@ final class Transfer {
         /// The cache could not make room: the body does not fit.
         case refused
     }
+    /// The request's configured header lines (its target host's), while libcurl may read them.
+    private var headers: CurlHeaderList?
     /// libcurl's detailed message for the failure, if any.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -87,19 +106,26 @@ final class Transfer {
     static let undeclaredStart = 16 * 1024
 
     init(
-        job: Job, serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy,
-        askForRoom: @escaping (Transfer, Int) -> Void, makeSpill: @escaping (CacheKey) -> BodySpill
+        job: Job, target: ImageURL, redirects: Int, direct: Bool, attemptStartedAt: ContinuousClock.Instant?,
+        serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void,
+        admit: @escaping (Transfer, Int) -> Bool, makeSpill: @escaping (CacheKey) -> BodySpill
     ) {
+        self.admit = admit
         self.makeSpill = makeSpill
         self.askForRoom = askForRoom
         self.job = job
+        self.target = target
+        self.redirects = redirects
+        let tierURL = direct ? nil : policy.tier?.requestURL(for: target)
+        self.tier = tierURL == nil ? nil : policy.tier
+        self.requestURL = tierURL ?? target.normalized
         self.serial = serial
         self.easy = easy
         self.reservation = SpaceReservation(budget: disk.budget)
         self.maxBodyBytes = policy.maxBodyBytes
         self.totalTimeout = policy.totalTimeout
         self.addresses = policy.addresses
-        self.startedAt = .now
+        self.startedAt = attemptStartedAt ?? .now
         errorBuffer.initialize(to: 0)
     }
 
@@ -108,6 +134,7 @@ final class Transfer {
         // (the handle is a stored property): take it back first.
         try? easy.set(CURLOPT_ERRORBUFFER, pointer: nil)
         errorBuffer.deallocate()
+        if headers != nil { try? easy.set(CURLOPT_HTTPHEADER, pointer: nil) }
     }
 
     /// Body bytes received so far.
@@ -119,13 +146,15 @@ final class Transfer {
     /// Applies imgd's policy to the transfer's fresh easy handle.
     func configure(_ policy: DownloadPolicy) throws(CurlSetupError) {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        try easy.set(CURLOPT_URL, job.url.normalized)
+        try easy.set(CURLOPT_URL, requestURL)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_FOLLOWLOCATION, true)
-        try easy.set(CURLOPT_MAXREDIRS, policy.maxRedirects)
+        // The engine follows redirects itself (``TransferEngine/redirectStep(after:result:)``): it
+        // resolves and checks each target and fetches it on a handle of its own.
+        try easy.set(CURLOPT_FOLLOWLOCATION, false)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, policy.connectTimeout.milliseconds)
-        try easy.set(CURLOPT_TIMEOUT_MS, policy.totalTimeout.milliseconds)
+        // What is left of the attempt's time (all of it for its first request); at least 1 ms,
+        // since 0 means no limit to libcurl.
+        try easy.set(CURLOPT_TIMEOUT_MS, max(1, (totalTimeout - (ContinuousClock.now - startedAt)).milliseconds))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, policy.lowSpeedLimit)
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(policy.lowSpeedTime.components.seconds)))
         // Rejects a declared Content-Length over the cap before any byte is read; bodies
@@ -137,25 +166,28 @@ final class Transfer {
         try easy.set(CURLOPT_PROXY, policy.proxy ?? "")
         try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
-        try easy.set(headers: RequestHeaders(validators: job.validators))
         try easy.set(CURLOPT_NOSIGNAL, true)
         // Waiting to multiplex pays only over TLS, where ALPN answers during the handshake. Over
         // plain http a new host's answer comes with its first response: every other transfer to
         // it would wait for that (a slow or stalled first image holds back the whole host).
-        try easy.set(CURLOPT_PIPEWAIT, job.url.scheme == "https")
+        try easy.set(CURLOPT_PIPEWAIT, requestURL.hasPrefix("https:"))
         // A private CA's certificates replace the system's store for this transfer; without a
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
+        // Every header the request sends, built in one place (``RequestHeaders``): the target
+        // host's, and only its (a redirect to another host is a request of its own, configured for
+        // that host; libcurl, following by itself, would keep them), and a revalidation's validators.
+        let request = RequestHeaders(host: policy.hosts.rule(for: target.host)?.headers.map(\.line) ?? [], validators: job.validators)
+        if !request.isEmpty {
+            guard let list = CurlHeaderList(request.lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
+            headers = list
+            try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
+        }
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try easy.set(CURLOPT_WRITEFUNCTION, write: transferWriteCallback)
         try easy.set(CURLOPT_WRITEDATA, pointer: me)
         try easy.set(CURLOPT_OPENSOCKETFUNCTION, openSocket: transferOpenSocketCallback)
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: me)
-        // The address policy for the URL about to be requested (the job's or a redirect's), before
-        // each request, reused connection or not: with a proxy, the peer `mayConnect` sees is the
-        // proxy, never the target.
-        try easy.set(CURLOPT_PREREQFUNCTION, prereq: transferPrereqCallback)
-        try easy.set(CURLOPT_PREREQDATA, pointer: me)
     }
 
     /// Body bytes from libcurl. Returns how many were taken; anything else makes libcurl stop
@@ -168,6 +200,8 @@ final class Transfer {
             }
         }
         guard let status, (200..<300).contains(status) else {
+            // An error page's bytes use the link too: the cap holds them back like a body's.
+            guard admit(self, bytes.count) else { return CurlEasy.pauseWriting }
             discardedBytes += bytes.count
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
@@ -194,6 +228,9 @@ final class Transfer {
             askForRoom(self, wanted)
             return CurlEasy.pauseWriting
         }
+        // The last gate before the bytes are kept: a pause for the cap after one for room finds
+        // the room already held when libcurl offers these bytes again.
+        guard admit(self, bytes.count) else { return CurlEasy.pauseWriting }
         if buffer.capacity == 0 {
             // As much as the body needs when its length is declared (most images are far
             // smaller than the buffer), else a start that grows by doubling.
@@ -229,7 +266,8 @@ final class Transfer {
         } else {
             room = .refused
         }
-        easy.resumeReceiving()
+        // Held back by the cap meanwhile: the bucket resumes it.
+        if !throttle.isPaused { easy.resumeReceiving() }
     }
 
     /// Hands the full buffer to the spill (made with the first one) and starts a new one. The
@@ -251,12 +289,10 @@ final class Transfer {
         reservation.release()
     }
 
-    /// Decides whether to let libcurl connect to `address`: not when the URL the connection is
-    /// for has a refused literal host (with a proxy, `address` is the proxy's, and an https
-    /// target's CONNECT goes out on the new connection before any request), nor when `address`
-    /// itself is refused.
+    /// Decides whether to let libcurl connect to `address`: not when `address` is refused. (The
+    /// URL's own host, when it is a literal address, was checked before the transfer started:
+    /// with a proxy, `address` is the proxy's, never the target's.)
     func mayConnect(to address: UnsafePointer<curl_sockaddr>) -> Bool {
-        guard mayRequest() else { return false }
         var raw = [UInt8](repeating: 0, count: 16)
         guard imgd_curl_sockaddr_to_ipv6(address, &raw) == 1 else { return true }
         let peer = raw.withUnsafeBytes { IPRange.Address(bytes: $0) }
@@ -264,21 +300,6 @@ final class Transfer {
         abort = .policyDenied("connecting to \(peer) is refused: \(refusal)")
         return false
     }
-
-    /// Decides whether libcurl may send a request for the URL it is about to fetch (the job's URL
-    /// or a redirect target, which libcurl makes the effective URL before connecting for it): not
-    /// when its host is a literal address the policy refuses.
-    func mayRequest() -> Bool {
-        // The job's own URL was checked before the transfer started (by the same policy); only
-        // a redirect target needs parsing here, which spares every ordinary request a URL parse.
-        guard let url = easy.info(string: CURLINFO_EFFECTIVE_URL), url != job.url.normalized,
-            let host = CurlURL.host(of: url),
-            let reason = addresses.requestRefusal(url: url, host: host, isRedirect: true)
-        else { return true }
-        abort = .policyDenied(reason)
-        return false
-    }
-
 }
 
 /// `CURLOPT_WRITEFUNCTION`: capture-free, so it can be a C function pointer.
@@ -294,13 +315,6 @@ private let transferOpenSocketCallback: imgd_curl_opensocket_callback = { client
     let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
     guard transfer.mayConnect(to: address) else { return CURL_SOCKET_BAD }
     return imgd_curl_open_socket(address)
-}
-
-/// `CURLOPT_PREREQFUNCTION`: the address policy for the URL, before each request is sent.
-private let transferPrereqCallback: imgd_curl_prereq_callback = { clientp, _, _, _, _ in
-    guard let clientp else { return CURL_PREREQFUNC_ABORT }
-    let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
-    return transfer.mayRequest() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 extension Duration {

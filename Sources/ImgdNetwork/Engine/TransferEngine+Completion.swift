@@ -8,10 +8,41 @@ extension TransferEngine {
     func complete(easy: UnsafeMutableRawPointer, result: CURLcode) {
         guard let transfer = running.removeValue(forKey: easy) else { return }
         isQueueStalled = false  // a slot is free, for its host too
+        forgetThrottled(transfer)
         multi!.remove(transfer.easy)
         let job = transfer.job
         job.transfer = nil
         releaseHostSlot(job.url.hostKey)
+        switch tierStep(after: transfer, result: result) {
+        case .fallBack(let cause)?:
+            // The same request, to the origin directly, in the slot just freed: not a retry. It
+            // has the attempt's whole time again (the tier may have spent it timing out).
+            transfer.discard()
+            counters.tierFallbacks += 1
+            if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
+            launch(job, target: transfer.target, redirects: transfer.redirects, direct: true)
+            return
+        case .refuse(let error)?:
+            transfer.discard()
+            settle(job, .failure(error))
+            return
+        case nil:
+            break
+        }
+        switch redirectStep(after: transfer, result: result) {
+        case .follow(let target)?:
+            // The next hop of the same attempt, in the slot just freed: not a retry.
+            transfer.discard()
+            launch(job, target: target, redirects: transfer.redirects + 1, attemptStartedAt: transfer.startedAt)
+            return
+        case .refuse(let error)?:
+            transfer.discard()
+            settle(job, .failure(error))
+            return
+        case nil:
+            break
+        }
+        // A revalidation answered 304 (not a redirect, not a tier error: both were settled above).
         if job.validators != nil, result == CURLE_OK, transfer.abort == nil,
             transfer.easy.info(long: CURLINFO_RESPONSE_CODE) == 304
         {
@@ -147,7 +178,7 @@ extension TransferEngine {
         return .success(ArrivedBody(
             url: job.url, key: job.key, jobSerial: job.serial, buffer: transfer.buffer, spill: transfer.spill,
             bytes: transfer.bytesReceived, reservation: transfer.reservation,
-            finalURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? job.url.normalized, status: status,
+            finalURL: transfer.target.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
             duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256,

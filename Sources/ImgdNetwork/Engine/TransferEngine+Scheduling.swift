@@ -1,4 +1,5 @@
 import HeapModule
+import ImgdCore
 
 /// What the engine runs next: admitting and coalescing requests, queue order under the global
 /// and per-host caps, starting transfers, preemption (on-demand first, fair shares between
@@ -72,7 +73,7 @@ extension TransferEngine {
             if running.count < policy.maxParallel {
                 if let job = queue.next(
                     isLive: { $0.state == .queued },
-                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url.hostKey, now: now) })
+                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url, now: now) })
                 {
                     start(job)
                     continue
@@ -112,12 +113,12 @@ extension TransferEngine {
                 guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
                 refused = self.refusal(of: job) != nil
                 if refused { return true }
-                if (self.hosts[host]?.running ?? 0) >= self.policy.maxPerHost { return prefetchHosts.contains(host) }
+                if (self.hosts[host]?.running ?? 0) >= self.perHostCap(job.url) { return prefetchHosts.contains(host) }
                 return !globalFull || !prefetchHosts.isEmpty
             })
         else { return false }
         let host = job.url.hostKey
-        let hostFull = (hosts[host]?.running ?? 0) >= policy.maxPerHost
+        let hostFull = (hosts[host]?.running ?? 0) >= perHostCap(job.url)
         // `refused` is the picked job's: the scan stops at the first job it accepts.
         if !refused, hostFull || globalFull {
             let victim = running.values
@@ -161,7 +162,7 @@ extension TransferEngine {
                 canStart: {
                     let host = $0.url.hostKey
                     return !self.publishingKeys.contains($0.key) && !self.isBackingOff(host, now: now)
-                        && (self.hostCanStart(host, now: now) || candidateHosts.contains(host))
+                        && (self.hostCanStart($0.url, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
             if refusal(of: job) != nil {
@@ -169,7 +170,7 @@ extension TransferEngine {
                 return
             }
             let host = job.url.hostKey
-            let onHost = !hostCanStart(host, now: now)
+            let onHost = !hostCanStart(job.url, now: now)
             let victim = candidates
                 .filter { !onHost || $0.job.url.hostKey == host }
                 .min { $0.bytesReceived < $1.bytesReceived }!
@@ -189,14 +190,17 @@ extension TransferEngine {
         guard now >= nextPaceCheck else { return }
         nextPaceCheck = now + Self.paceCheckInterval
         for transfer in Array(running.values) {
-            guard let reason = TransferPace.shortfall(
+            // A transfer held back by max-rate has libcurl's limits judged here; the pace rule
+            // then looks at the time it was allowed to receive.
+            let overLimit = judgeThrottled(transfer, now: now)
+            guard let reason = overLimit ?? TransferPace.shortfall(
                 received: transfer.bytesReceived, declared: transfer.declaredLength,
                 bodyStartedAt: transfer.bodyStartedAt, startedAt: transfer.startedAt, now: now,
-                timeout: transfer.totalTimeout)
+                timeout: transfer.totalTimeout, heldBack: transfer.throttle.heldBack(now: now))
             else { continue }
             let job = transfer.job
             detach(transfer)
-            counters.pacedOut += 1
+            if overLimit == nil { counters.pacedOut += 1 }
             settle(job, .failure(.timeout(reason)))
         }
     }
@@ -218,6 +222,7 @@ extension TransferEngine {
     func detach(_ transfer: Transfer) {
         isQueueStalled = false
         running[transfer.easy.handle] = nil
+        forgetThrottled(transfer)
         multi?.remove(transfer.easy)
         releaseHostSlot(transfer.job.url.hostKey)
         transfer.discard()
@@ -256,10 +261,16 @@ extension TransferEngine {
         stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
-    private func hostCanStart(_ hostKey: String, now: ContinuousClock.Instant) -> Bool {
-        guard let host = hosts[hostKey] else { return true }
+    private func hostCanStart(_ url: ImageURL, now: ContinuousClock.Instant) -> Bool {
+        guard let host = hosts[url.hostKey] else { return true }
         if let until = host.blockedUntil, until > now { return false }
-        return host.running < policy.maxPerHost
+        return host.running < perHostCap(url)
+    }
+
+    /// Transfers at once to `url`'s `host:port`: its host table's `max-per-host`, else the
+    /// policy's.
+    private func perHostCap(_ url: ImageURL) -> Int {
+        policy.hosts.rule(for: url.host)?.maxPerHost ?? policy.maxPerHost
     }
 
     /// Why the address policy refuses `job`'s URL (its host is a literal address in a denied
@@ -281,33 +292,57 @@ extension TransferEngine {
             finish(job, .failure(.policyDenied(reason)))
             return
         }
+        guard launch(job, target: job.url, redirects: 0) else { return }
+        counters.started += 1
+        // A host table's `rate`: a token bucket of one request, so the host's next request may
+        // start one interval from now. Held like a Retry-After, which already stops the host's
+        // queued jobs, wakes the loop when it lapses, and keeps the host in the table till then.
+        if let interval = policy.hosts.rule(for: job.url.host)?.requestInterval {
+            let next = ContinuousClock.now + interval
+            hosts[job.url.hostKey, default: HostState()].blockedUntil = max(hosts[job.url.hostKey]?.blockedUntil ?? next, next)
+        }
+    }
+
+    /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after
+    /// `redirects` hops) on a fresh easy handle, holding a slot of the job's host: through the
+    /// tier when there is one, unless `direct` (a fallback after the tier failed). A redirect's
+    /// request passes `attemptStartedAt`: the chain shares the attempt's time. False when
+    /// libcurl could not take it: the job has then failed.
+    @discardableResult
+    func launch(
+        _ job: Job, target: ImageURL, redirects: Int, direct: Bool = false, attemptStartedAt: ContinuousClock.Instant? = nil
+    ) -> Bool {
         let easy: CurlEasy
         do throws(CurlSetupError) {
             easy = try CurlEasy(share: share)
         } catch {
             finish(job, .failure(.network("libcurl could not make a transfer handle: \(error)")), remember: false)
-            return
+            return false
         }
         lastTransferSerial += 1
         let transfer = Transfer(
-            job: job, serial: lastTransferSerial, easy: easy, disk: disk, policy: policy,
+            job: job, target: target, redirects: redirects, direct: direct, attemptStartedAt: attemptStartedAt,
+            serial: lastTransferSerial, easy: easy, disk: disk,
+            policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
+            admit: { [unowned self] transfer, bytes in admit(transfer, bytes: bytes) },
             makeSpill: publisher.makeSpill)
         do {
             try transfer.configure(policy)
         } catch {
             finish(job, .failure(.network("libcurl refused imgd's settings: \(error)")), remember: false)
-            return
+            return false
         }
         guard multi!.add(easy) else {
             finish(job, .failure(.network("libcurl could not add the transfer")), remember: false)
-            return
+            return false
         }
         move(job, to: .running)
         job.transfer = transfer
         running[easy.handle] = transfer
+        // A redirect's request holds a slot of the job's host, as the whole attempt does.
         hosts[job.url.hostKey, default: HostState()].running += 1
-        counters.started += 1
+        return true
     }
 
     // MARK: - Retries

@@ -9,6 +9,7 @@ extension TransferEngine {
         counters.queued = jobs.count - running.count - waitingRetryCount - publishingCount - waitingForSpaceCount
         counters.waitingRetry = waitingRetryCount
         counters.hosts = hosts.count
+        counters.throttledNow = throttled.count
         let current = counters
         statistics.withLock { $0 = current }
     }

@@ -34,7 +34,7 @@ final class TransferEngine: @unchecked Sendable {
         case cancelSubmitter(SubmitterID)
         case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
-        /// under the old one.
+        /// under the old one, but for `max-rate`, which holds back their next bytes at the new rate.
         case updatePolicy(DownloadPolicy)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
         case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
@@ -119,8 +119,18 @@ final class TransferEngine: @unchecked Sendable {
     /// multi handle, when no easy handle is left.
     private(set) var share: CurlShare?
     var counters = DownloaderStatistics()
+    /// Told of each fallback from the tier to the origin (the tier's URL and the cause), on the
+    /// loop thread: keep it short.
+    let onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)?
+    /// `max-rate`'s bucket and the transfers it holds back, in the order they paused
+    /// (`TransferEngine+Bandwidth.swift`).
+    var bandwidth: BandwidthBucket
+    var throttled: [Transfer] = []
 
-    init(policy: DownloadPolicy, cache: DiskCache) throws(CurlSetupError) {
+    init(
+        policy: DownloadPolicy, cache: DiskCache, onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
+    ) throws(CurlSetupError) {
+        self.onTierFallback = onTierFallback
         guard CurlLibrary.initialize() else { throw CurlSetupError(what: "curl_global_init", code: -1) }
         let multi = try CurlMulti()
         // Our own caps decide what runs; these only keep libcurl's connection pool in proportion.
@@ -131,6 +141,7 @@ final class TransferEngine: @unchecked Sendable {
         self.share = try CurlShare()
         self.waker = multi.waker
         self.policy = policy
+        bandwidth = BandwidthBucket(rate: policy.maxRate)
         failures = FailureMemory(capacity: policy.maxRememberedFailures)
         self.cache = cache.directory
         self.disk = cache
@@ -143,7 +154,12 @@ final class TransferEngine: @unchecked Sendable {
     /// libcurl's own per-host connection limit: twice our cap. Our cap decides what runs; at
     /// exactly the cap, a transfer started in the slot of one just preempted waited in libcurl's
     /// pending list for seconds, until another transfer to that host ended.
-    static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int { policy.maxPerHost * 2 }
+    /// Through a tier every transfer goes to the tier's one host: then the global cap decides.
+    /// libcurl's limit is one for all hosts, so a host table's larger `max-per-host` raises it.
+    static func hostConnectionLimit(_ policy: DownloadPolicy) -> Int {
+        let largestHostCap = policy.hosts.rules.compactMap(\.maxPerHost).reduce(policy.maxPerHost, max)
+        return policy.tier == nil ? largestHostCap * 2 : max(largestHostCap, policy.maxParallel) * 2
+    }
 
     /// Starts the loop thread (a plain pthread: its whole life is one loop).
     func start() {
@@ -200,10 +216,12 @@ final class TransferEngine: @unchecked Sendable {
             let now = ContinuousClock.now
             releaseDueRetries(now: now)
             startTransfers(now: now)
+            releaseThrottled(now: now)
             multi!.perform()
             while let (easy, result) = multi!.nextCompleted() {
                 complete(easy: easy, result: result)
             }
+            releaseThrottled(now: .now)
             endHopelessTransfers(now: .now)
             startTransfers(now: .now)
             shareSlotsFairly(now: .now)
@@ -231,6 +249,8 @@ final class TransferEngine: @unchecked Sendable {
             if let keys { for key in keys { failures.forget(key) } } else { failures.forgetAll() }
         case .updatePolicy(let newPolicy):
             policy = newPolicy
+            // The cap changes at once for running transfers too: the next bytes meet the new rate.
+            bandwidth.setRate(newPolicy.maxRate, now: .now)
             failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
@@ -307,6 +327,7 @@ final class TransferEngine: @unchecked Sendable {
         }
         // Slots are shared and paces judged on the clock, while there is something to judge.
         if !running.isEmpty { timeout = min(timeout, Self.paceCheckInterval.milliseconds) }
+        if let throttle = throttleTimeout(now: now) { timeout = min(timeout, throttle) }
         if queue.entryCount > 0, running.count >= policy.maxParallel {
             timeout = min(timeout, Self.shareCheckInterval.milliseconds)
         }

@@ -25,6 +25,10 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// Through a proxy, ``addresses`` applies to URLs whose host is a literal address; host names
     /// are resolved by the proxy, and what they resolve to is its responsibility.
     public var proxy: String?
+    /// A shared cache tier every http(s) fetch goes through, falling back to the origin when the
+    /// tier fails (``TierRoute``); nil (the default) fetches from the origins directly. With a
+    /// ``proxy`` too, requests to the tier go through the proxy as every other request does.
+    public var tier: TierRoute?
     /// A file of PEM certificates trusted for https instead of the system's store (a private
     /// CA); nil (the default) uses the system trust store.
     public var caFile: String?
@@ -43,6 +47,15 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// How long a list's transfer may hold a slot beyond its fair share while another list
     /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
     public var fairShareGrace: Duration = .seconds(10)
+    /// Per-host caps, headers and request rates (none by default).
+    public var hosts = HostRules.none
+    /// Bytes a second received over every transfer the cap applies to (``maxRateAppliesTo``),
+    /// held by a token bucket on the engine's thread; nil (the default) is no cap. A change
+    /// applies at once, to running transfers too.
+    public var maxRate: Int?
+    /// Which transfers ``maxRate`` holds back (default ``RateCapScope/prefetch``: on-demand
+    /// `get`s are exempt).
+    public var maxRateAppliesTo = RateCapScope.prefetch
 
     public init() {}
 }

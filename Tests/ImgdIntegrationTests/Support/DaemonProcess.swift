@@ -297,6 +297,8 @@ struct ReceivedEvent: Sendable {
     let seq: Int
     /// The `data` object, as JSON text.
     let line: String
+    /// When the line was read, on the subscription's own thread.
+    let receivedAt = ContinuousClock.now
 
     var data: [String: Any] {
         let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]

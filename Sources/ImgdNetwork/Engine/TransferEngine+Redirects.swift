@@ -1,0 +1,52 @@
+import CCurlShim
+import ImgdCore
+
+/// Redirects, taken by the engine rather than libcurl: each hop's target is resolved against
+/// the URL that was requested, checked (scheme, count, address policy) and fetched on a fresh
+/// handle as part of the same attempt. Keeping the hop here is what lets the next request go
+/// elsewhere than libcurl would send it (through a tier) and carry what only its own host
+/// should see.
+extension TransferEngine {
+    /// The statuses whose `Location` is followed: 301, 302, 303, 307 and 308. Not 300 (a
+    /// choice for a person), not 304 (an answer to a conditional request, whatever it carries).
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// What follows a request that ended in a response.
+    enum RedirectStep {
+        /// Fetch this target next, as the same attempt.
+        case follow(ImageURL)
+        /// The redirect may not be followed: the attempt fails with this.
+        case refuse(DownloadError)
+    }
+
+    /// The hop to take after `transfer`, or nil when its response is not a redirect to follow
+    /// (not a redirect status, no `Location`, or the request itself failed): it is then
+    /// concluded as any other. A redirect whose `Location` libcurl cannot parse is concluded as
+    /// its status (`http_302`), as one without a `Location` is.
+    func redirectStep(after transfer: Transfer, result: CURLcode) -> RedirectStep? {
+        let easy = transfer.easy
+        // A 3xx body is counted and dropped; past its limit the write callback ends the transfer
+        // with a write error, which is still a complete answer.
+        guard transfer.abort == nil, result == CURLE_OK || result == CURLE_WRITE_ERROR,
+            let status = easy.info(long: CURLINFO_RESPONSE_CODE), Self.redirectStatuses.contains(status),
+            let location = easy.header("Location"), !location.isEmpty,
+            let resolved = CurlURL.resolve(location, against: transfer.target.normalized)
+        else { return nil }
+        guard transfer.redirects < policy.maxRedirects else {
+            return .refuse(.tooManyRedirects(limit: policy.maxRedirects))
+        }
+        let target: ImageURL
+        do throws(ImageURLError) {
+            target = try ImageURL(resolved)
+        } catch .unsupportedScheme(let scheme) {
+            return .refuse(.policyDenied(
+                "only http and https are allowed (a redirect to another scheme?): the redirect to \(EchoedText.cut(resolved, limit: 200)) is refused (scheme \(EchoedText.cut(scheme, limit: 64)))"))
+        } catch {
+            return nil
+        }
+        if let reason = policy.addresses.requestRefusal(url: target.normalized, host: target.host, isRedirect: true) {
+            return .refuse(.policyDenied(reason))
+        }
+        return .follow(target)
+    }
+}

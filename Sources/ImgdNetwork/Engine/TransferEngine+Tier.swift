@@ -1,0 +1,48 @@
+import CCurlShim
+import ImgdCore
+
+/// Requests sent through a shared tier (``TierRoute``): telling the tier's own failures from the
+/// origin's answers it passes on. The tier marks every answer it makes itself with
+/// `X-Tier-Error: <reason>` and strips that header from the origin's, so an answer without it is
+/// the origin's and is handled as if it had come directly.
+extension TransferEngine {
+    /// What follows a request that went through the tier, when the tier failed.
+    enum TierStep {
+        /// Ask the origin directly, in the same attempt (not a retry); `cause` says why, in a
+        /// few words that are the same for every URL (`502 upstream`, `no answer (connect)`).
+        case fallBack(cause: String)
+        /// The tier refused the request (400, 403, 405: a bug in imgd, a client or target it does
+        /// not allow): the attempt fails with this, and the origin is not asked.
+        case refuse(DownloadError)
+    }
+
+    /// The header a tier marks its own answers with.
+    static let tierErrorHeader = "X-Tier-Error"
+
+    /// The step after `transfer`, sent through the tier, or nil when its outcome is the origin's
+    /// (or a tier failure while falling back is off: then it is an ordinary failure, retried if
+    /// transient).
+    func tierStep(after transfer: Transfer, result: CURLcode) -> TierStep? {
+        guard let tier = transfer.tier else { return nil }
+        // Our own reasons for stopping (too large, not an image, a refused address) are ours.
+        guard transfer.abort == nil else { return nil }
+        let easy = transfer.easy
+        let status = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
+        if status >= 400, let marker = easy.header(Self.tierErrorHeader) {
+            let reason = "\(status) \(EchoedText.cut(marker, limit: 64))"
+            if status < 500 {
+                return .refuse(.policyDenied("the tier \(tier.base) refused the request: \(reason)"))
+            }
+            return tier.fallback ? .fallBack(cause: reason) : nil
+        }
+        // No answer from the tier itself (its name, a connection, TLS with it, a timeout), or a
+        // timeout once it answered: the origin may well answer.
+        let tierSilent = status == 0 && result != CURLE_OK && result != CURLE_WRITE_ERROR
+        guard tierSilent || result == CURLE_OPERATION_TIMEDOUT else { return nil }
+        guard tier.fallback else { return nil }
+        let error = FailureClassifier.classify(
+            result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived, responseStatus: status,
+            maxRedirects: policy.maxRedirects)
+        return .fallBack(cause: "no answer (\(error.code))")
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import ImgdCore
+import ImgdTestSupport
+import Testing
+
+/// `[host."PATTERN"]` tables: headers (also from a `headers-file`), per-host caps and request
+/// rates, against the real imgd and the test server.
+@Suite("imgd: per-host settings and request headers (the real binary)", .timeLimit(.minutes(5)))
+struct DaemonHostTablesTests {
+    private static let token = "Bearer s3cr3t-t0ken-9f2c"
+
+    @Test("a host's headers go to that host only: a redirect to another host drops them all; the token is never logged, nor in status or stats")
+    func headersStayWithTheirHost() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", """
+            [host."127.0.0.1"]
+            headers = { Authorization = "\(Self.token)", Referer = "https://shop.example/", User-Agent = "fleet-warmer/2" }
+            """)
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfRunning() }
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/h1.png"))"}"#)
+            let direct = try #require(server.requests.first { $0.target == "/img/h1.png" })
+            #expect(direct.values(of: "Authorization") == [Self.token])
+            #expect(direct.values(of: "Referer") == ["https://shop.example/"])
+            #expect(direct.values(of: "User-Agent") == ["fleet-warmer/2"])
+
+            // 127.0.0.1 redirects to localhost (the same server, another host): nothing follows.
+            let elsewhere = "http://localhost:\(server.port)/img/h2.png"
+            let hop = server.url("/redirect?to=" + elsewhere.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(hop)"}"#)
+            let first = try #require(server.requests.first { $0.target.hasPrefix("/redirect") })
+            #expect(first.values(of: "Authorization") == [Self.token])
+            let second = try #require(server.requests.first { $0.target == "/img/h2.png" })
+            #expect(second.values(of: "Authorization").isEmpty)
+            #expect(second.values(of: "Referer").isEmpty)
+            #expect(second.values(of: "User-Agent").first?.hasPrefix("imgd/") == true, "\(second.headers)")
+
+            let status = try await daemon.call(#"{"cmd":"status"}"#)
+            let stats = try await daemon.call(#"{"cmd":"stats"}"#)
+            #expect(!"\(status)\(stats)".contains("s3cr3t"))
+            try scratch.write("imgd.toml", "[host.\"127.0.0.1\"]\nheaders = { Authorization = \"Bearer other-s3cr3t\" }\n")
+            kill(daemon.pid, SIGHUP)
+            #expect(await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded: host tables = 127.0.0.1 (headers: Authorization)") }, "\(daemon.log)")
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/h3.png"))"}"#)
+            let reloaded = try #require(server.requests.first { $0.target == "/img/h3.png" })
+            #expect(reloaded.values(of: "Authorization") == ["Bearer other-s3cr3t"])
+            #expect(reloaded.values(of: "Referer").isEmpty)
+            #expect(await daemon.stop() == 0)
+            #expect(!daemon.log.contains("s3cr3t"), "\(daemon.log)")
+        }
+    }
+
+    @Test("over https with HTTP/2: the host's headers reach it on every stream of a multiplexed list")
+    func headersOverHTTP2() async throws {
+        let certificates = try await TestCertificates.shared()
+        let server = try await TestHTTPServer.start(tls: TestHTTPServer.TLS(certificates.valid))
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", "[host.\"127.0.0.1\"]\nheaders = { Authorization = \"\(Self.token)\" }\n")
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml", "--ca-file", certificates.caFile])
+        defer { daemon.killIfRunning() }
+        let targets = (0..<20).map { "/img/t\($0).png" }
+        try daemon.drop("h2.txt", targets.map(server.url).joined(separator: "\n") + "\n")
+        let list = try #require(await daemon.finishedList("h2.txt"), "log: \(daemon.log)")
+        #expect(list["cached"] as? Int == 20, "\(list)")
+        #expect(server.http2Requests == 20)
+        let sent = server.requests.filter { $0.target.hasPrefix("/img/t") }
+        #expect(sent.count == 20)
+        #expect(sent.allSatisfy { $0.values(of: "authorization") == [Self.token] }, "\(sent.map(\.headers))")
+        #expect(await daemon.stop() == 0)
+        try await server.shutdown()
+    }
+
+    @Test("headers-file: refused unless only imgd's user may read it; its tables lay over the file's; an edit reloads")
+    func headersFile() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let secrets = scratch.path + "/secrets.toml"
+        try scratch.write("imgd.toml", """
+            headers-file = "\(secrets)"
+            [host."127.0.0.1"]
+            headers = { Referer = "https://shop.example/" }
+            """)
+        try scratch.write("secrets.toml", "[host.\"127.0.0.1\"]\nheaders = { Authorization = \"\(Self.token)\" }\n")
+        #expect(chmod(secrets, 0o644) == 0)
+        let refused = try await BinaryRunner.imgd(["--config", scratch.path + "/imgd.toml"], in: scratch.path)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("is open to group or others (mode 644) but may hold secrets: chmod 600 it"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("s3cr3t"))
+        if geteuid() == 0 {
+            // Root may give it away: owned by another user, it is refused too.
+            #expect(chmod(secrets, 0o600) == 0 && chown(secrets, 65534, 65534) == 0)
+            let foreign = try await BinaryRunner.imgd(["--config", scratch.path + "/imgd.toml"], in: scratch.path)
+            #expect(foreign.status == 2)
+            #expect(foreign.stderr.contains("is owned by uid 65534, not by imgd's user (uid 0): chown it"), "\(foreign.stderr)")
+            #expect(chown(secrets, 0, 0) == 0)
+        }
+        #expect(chmod(secrets, 0o600) == 0)
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfRunning() }
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/f1.png"))"}"#)
+            let request = try #require(server.requests.first { $0.target == "/img/f1.png" })
+            #expect(request.values(of: "Authorization") == [Self.token])
+            #expect(request.values(of: "Referer") == ["https://shop.example/"])
+
+            // Something that is not a host table in the headers file: the reload is refused and
+            // the running headers stay.
+            try scratch.write("secrets.toml", "max-parallel = 2\n")
+            #expect(chmod(secrets, 0o600) == 0)
+            kill(daemon.pid, SIGHUP)
+            #expect(await eventually(timeout: .seconds(10)) { daemon.log.contains("a headers-file holds only [host.\"PATTERN\"] tables, not max-parallel") }, "\(daemon.log)")
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/f2.png"))"}"#)
+            #expect(server.requests.first { $0.target == "/img/f2.png" }?.values(of: "Authorization") == [Self.token])
+
+            // Rewritten as another file (mode 644 by default): the reload is refused, saying why.
+            try scratch.write("secrets.toml", "[host.\"127.0.0.1\"]\nheaders = { Authorization = \"Bearer n3w\" }\n")
+            kill(daemon.pid, SIGHUP)
+            #expect(await eventually(timeout: .seconds(10)) { daemon.log.contains("reload failed, keeping the running configuration") && daemon.log.contains("chmod 600 it") }, "\(daemon.log)")
+            #expect(chmod(secrets, 0o600) == 0)
+            kill(daemon.pid, SIGHUP)
+            #expect(await eventually(timeout: .seconds(10)) { daemon.log.contains("reloaded: host tables") }, "\(daemon.log)")
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/f3.png"))"}"#)
+            let after = try #require(server.requests.first { $0.target == "/img/f3.png" })
+            #expect(after.values(of: "Authorization") == ["Bearer n3w"])
+            #expect(after.values(of: "Referer") == ["https://shop.example/"])
+            #expect(await daemon.stop() == 0)
+            #expect(!daemon.log.contains("s3cr3t") && !daemon.log.contains("n3w"), "\(daemon.log)")
+        }
+    }
+
+    @Test("max-per-host in a table caps that host only; rate spaces its requests at least one interval apart")
+    func capAndRate() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", """
+            max-per-host = 4
+            [host."127.0.0.1"]
+            max-per-host = 1
+            [host."localhost"]
+            rate = "4/s"
+            """)
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfRunning() }
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/warm.png"))"}"#)
+            let held = (0..<3).map { server.url("/img/c\($0).png?gate=capped") }
+            _ = try await daemon.result(#"{"cmd":"add","urls":\#(DaemonServiceTests.jsonArray(held))}"#)
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
+            #expect(!(await eventually(timeout: .milliseconds(500)) { server.inFlight > 1 }), "\(server.inFlight) at once with max-per-host 1")
+            server.openGate("capped")
+            #expect(await server.waitForRequests(atLeast: 4, timeout: .seconds(10)))
+            #expect(server.maxInFlight == 1)
+
+            // localhost: 4 requests a second, a burst of one: 5 requests span at least a second.
+            let clock = ContinuousClock()
+            let before = server.requestCount(prefix: "/img/r")
+            let urls = (0..<5).map { "http://localhost:\(server.port)/img/r\($0).png" }
+            let start = clock.now
+            _ = try await daemon.result(#"{"cmd":"add","urls":\#(DaemonServiceTests.jsonArray(urls))}"#)
+            #expect(await eventually(timeout: .seconds(20)) { server.requestCount(prefix: "/img/r") == before + 5 })
+            #expect(clock.now - start >= .milliseconds(950), "5 requests at 4/s took \(clock.now - start)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
+    @Test("bad host tables: a header imgd sets itself, a bad header name or value, a bad rate or cap: exit 2 naming the file and line, never the value")
+    func badTables() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        for (text, expected) in [
+            ("[host.\"a.example\"]\nheaders = { Host = \"b.example\" }\n", "imgd.toml:2: [host.\"a.example\"] headers: header Host is set by imgd or libcurl"),
+            ("[host.\"a.example\"]\nheaders = { \"Bad Name\" = \"x\" }\n", "header Bad Name is not an HTTP header name"),
+            ("[host.\"a.example\"]\nheaders = { X-Token = \"s3cr3t\\r\\nEvil: 1\" }\n", "header X-Token has a value holding a line break"),
+            ("[host.\"a.example\"]\nheaders = { X-Token = 5 }\n", "the value of X-Token must be a string"),
+            ("[host.\"a.example\"]\nrate = \"fast\"\n", "imgd.toml:2: [host.\"a.example\"] rate: 'fast' is not a rate such as 50/s"),
+            ("[host.\"a.example\"]\nrate = \"0/s\"\n", "is not a rate"),
+            ("[host.\"a.example\"]\nmax-per-host = 0\n", "imgd.toml:2: [host.\"a.example\"] max-per-host: expected an integer from 1 to 1024"),
+            ("[host.\"a.example\"]\n[host.\"A.EXAMPLE\"]\n", "a second table for a.example"),
+        ] {
+            try scratch.write("imgd.toml", text)
+            let run = try await BinaryRunner.imgd(["--config", scratch.path + "/imgd.toml"], in: scratch.path)
+            #expect(run.status == 2, "\(text): \(run.stderr)")
+            #expect(run.stderr.contains(expected), "\(text): \(run.stderr)")
+            #expect(!run.stderr.contains("s3cr3t"), "\(run.stderr)")
+        }
+    }
+}
+
+fileprivate extension DaemonProcess {
+    /// Kills the daemon if a test ends (or fails) while it still runs.
+    func killIfRunning() {
+        if isRunning { kill(pid, SIGKILL) }
+    }
+}
