@@ -13,6 +13,7 @@ so the start-up benchmark makes its own:
 - key = sha256 of the normalised URL `http://bench.example/i/<n>.png` (as imgd keys it);
 - 4–40 KB per entry (mean ~22 KB; the total is what the daemon's --disk-limit must allow);
 - fetched and last used within the last day (so no age sweep touches them), not pinned;
+- validated when fetched, with no lifetime and no Cache-Control flags;
 - verified in generation 1, and the index marked as closed cleanly (meta clean=1), as a
   daemon leaves it after a clean stop.
 
@@ -42,7 +43,10 @@ CREATE TABLE IF NOT EXISTS entries (
     last_access INTEGER NOT NULL,
     hit_count INTEGER NOT NULL DEFAULT 0,
     pinned_until INTEGER,
-    verified_generation INTEGER NOT NULL
+    verified_generation INTEGER NOT NULL,
+    validated_at INTEGER,
+    fresh_until INTEGER,
+    cache_flags INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS totals (
@@ -70,7 +74,7 @@ def rows(count: int, now_ms: int):
         content = hashlib.sha256(key).digest()
         size = 4096 + (n * 7919) % 36865
         last = now_ms - (n * 86_399) % DAY_MS
-        yield (key, url, size, content, "png", 64, 64, None, None, "image/png", last - 1000, last, 0, None, 1)
+        yield (key, url, size, content, "png", 64, 64, None, None, "image/png", last - 1000, last, 0, None, 1, last - 1000, None, 0)
 
 
 def main() -> None:
@@ -89,7 +93,7 @@ def main() -> None:
     db.executescript(TABLES)
     now_ms = int(time.time() * 1000)
     db.execute("BEGIN")
-    db.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows(args.entries, now_ms))
+    db.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows(args.entries, now_ms))
     db.execute("COMMIT")
     db.executescript(AFTER)
     db.execute("PRAGMA journal_mode = WAL")   # as the daemon opens it; recorded in the header

@@ -19,7 +19,7 @@ public struct ImgctlCommand: ParsableCommand {
         version: ImgdVersion.string,
         subcommands: [
             StatusCommand.self, AddCommand.self, WarmCommand.self, GetCommand.self, EvictCommand.self,
-            PurgeCommand.self, ListsCommand.self, CancelCommand.self, FailedCommand.self, RetryCommand.self,
+            PurgeCommand.self, ListsCommand.self, CancelCommand.self, FailedCommand.self, RetryCommand.self, RefreshCommand.self,
             StatsCommand.self, WatchCommand.self, FsckCommand.self,
         ])
 

@@ -30,6 +30,7 @@ extension DaemonServices {
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
         downloader.update(keyPolicy: applied.keyPolicy)
+        downloader.update(refresh: applied.refreshPolicy)
         // A raised max-parallel may need more descriptors than the start checked for.
         let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
         if budget.needed > limit {

@@ -124,7 +124,7 @@ final class DaemonServices: Sendable {
         do {
             let tierLog = TierFallbackLog(logger: logger)
             downloader = try Downloader(
-                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy,
+                cache: disk, policy: config.downloadPolicy, keyPolicy: config.keyPolicy, refresh: config.refreshPolicy,
                 onTierFallback: { tier, cause in tierLog.note(tier: tier, cause: cause) })
         } catch {
             throw DaemonStartError(description: "\(error)")
@@ -138,6 +138,11 @@ final class DaemonServices: Sendable {
             ])
         }
         let outcomes = OutcomeRecorder(events: events, counters: DaemonCounters())
+        downloader.observeRevalidations { url, result in
+            // The memory tier's copy carries the entry's old freshness, or (a new body) old bytes.
+            if case .success(let image) = result { memory.remove(image.key) }
+            outcomes.revalidated(url, result)
+        }
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(

@@ -46,4 +46,6 @@ public struct DownloadRecord: Sendable, Equatable {
     public let duration: Duration
     /// Attempts made, the successful one included.
     public let attempts: Int
+    /// What the response said about its lifetime.
+    public var freshness: ResponseFreshness = .none
 }

@@ -40,6 +40,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// more, then final; never remembered against the URL, since the next request may name
     /// another digest.
     case checksumMismatch(expected: SHA256Digest, received: SHA256Digest)
+    /// The response says `Cache-Control: no-store`: imgd must not keep it. Final, and
+    /// remembered like any failure of the URL.
+    case notCacheable(String)
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
@@ -68,6 +71,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .disk: .disk
         case .diskFull: .diskFull
         case .checksumMismatch: .checksumMismatch
+        case .notCacheable: .notCacheable
         }
     }
 
@@ -76,7 +80,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
             .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
-            .corrupt(let detail), .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail):
+            .corrupt(let detail), .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail),
+            .notCacheable(let detail):
             detail
         case .http(let status, let retryAfter):
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
@@ -107,7 +112,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         // the attempts setting: a CDN node serving an old copy may be followed by one that is
         // current, but an origin serving other bytes will not change its mind.
         case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
-            .checksumMismatch:
+            .checksumMismatch, .notCacheable:
             false
         }
     }

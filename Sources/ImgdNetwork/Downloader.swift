@@ -5,6 +5,8 @@ import Synchronization
 /// Downloads images into the cache: the public face of imgd's transfer engine.
 ///
 /// - Disk first: a URL whose file is already cached is answered without touching the network.
+///   When the entry is due for revalidation (``RefreshPolicy``), it is still answered at once,
+///   and a conditional request for it is queued at prefetch priority (stale-while-revalidate).
 /// - Coalescing: concurrent requests for one URL share one transfer; each gets the result. The
 ///   in-flight entry goes away on success and on failure, so a failed URL can be fetched again
 ///   (once its failure is no longer remembered, or after ``forgetFailures(of:)``).
@@ -24,6 +26,14 @@ public final class Downloader: Sendable {
     private let held = HeldRequests()
     /// How URLs become keys; a reload may change it (``update(keyPolicy:)``).
     private let keys: Locked<CacheKeyPolicy>
+    /// When cached entries are due for revalidation; a reload may change it.
+    private let refresh: Locked<RefreshPolicy>
+    /// Told what became of each revalidation started because an entry was due (and of none
+    /// other): the daemon's events and memory tier.
+    private let revalidationObserver = Locked<FetchToken.Handler?>(nil)
+    /// The submitter revalidations take turns as, with the lists (one never made by
+    /// ``makeSubmitter()``, which counts up from 1).
+    private let revalidationSubmitter = SubmitterID(rawValue: UInt64.max)
 
     /// Starts a downloader writing into `cache` under `policy`, keying URLs by `keyPolicy`.
     /// `onTierFallback` is told of each request that went to its origin directly because the
@@ -31,12 +41,14 @@ public final class Downloader: Sendable {
     /// `no answer (connect)`), on the engine's thread: keep it short.
     public init(
         cache: DiskCache, policy: DownloadPolicy = DownloadPolicy(), keyPolicy: CacheKeyPolicy = .wholeURL,
+        refresh: RefreshPolicy = RefreshPolicy(),
         onTierFallback: (@Sendable (_ tier: String, _ cause: String) -> Void)? = nil
     ) throws(CurlSetupError) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         self.cache = cache
         self.policy = policy
         keys = Locked(keyPolicy)
+        self.refresh = Locked(refresh)
         engine = try TransferEngine(policy: policy, cache: cache, onTierFallback: onTierFallback)
         engine.start()
     }
@@ -53,6 +65,64 @@ public final class Downloader: Sendable {
     /// stored under the old keys stay until evicted.
     public func update(keyPolicy: CacheKeyPolicy) {
         keys.withLock { $0 = keyPolicy }
+    }
+
+    /// The freshness settings in use.
+    public var refreshPolicy: RefreshPolicy { refresh.withLock { $0 } }
+
+    /// Takes new freshness settings (a reload): uses from now on are judged by them.
+    public func update(refresh policy: RefreshPolicy) {
+        refresh.withLock { $0 = policy }
+    }
+
+    /// Sets who hears what became of the revalidations started because an entry was due (on the
+    /// engine's thread: keep it short).
+    public func observeRevalidations(_ observer: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void) {
+        revalidationObserver.withLock { $0 = observer }
+    }
+
+    /// Queues a revalidation of `entry` (found under `request`'s key) when it is due under
+    /// `request`'s rule or the downloader's: a conditional request at prefetch priority, whose
+    /// outcome goes to the observer. Returns whether it was due. Cheap: no I/O.
+    @discardableResult
+    public func revalidateIfDue(_ request: ImageRequest, entry: IndexEntry) -> Bool {
+        let policy = refresh.withLock { $0 }
+        guard policy.isDue(entry.freshness, override: request.refresh, now: WallClock.nowMilliseconds()) else { return false }
+        let observer = revalidationObserver.withLock { $0 }
+        let token = FetchToken(
+            request: request, priority: .prefetch, submitter: revalidationSubmitter,
+            handler: { url, result in observer?(url, result) },
+            validators: Validators(etag: entry.etag, lastModified: entry.lastModified))
+        if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
+        return true
+    }
+
+    /// Revalidates every one of `requests` whose entry is cached, due or not (`imgctl refresh`):
+    /// a conditional request each, at `priority`; each outcome goes to `handler` (a `304` is a
+    /// success from `.disk`, a new body one from `.network`). Returns the requests whose entry is
+    /// not cached: nothing is done for them.
+    public func revalidate(
+        _ requests: [ImageRequest], priority: FetchPriority = .prefetch,
+        handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
+    ) -> [ImageRequest] {
+        let cached = cache.lookup(requests.map(\.key))
+        var missing: [ImageRequest] = []
+        var tokens: [FetchToken] = []
+        for request in requests {
+            guard let found = cached[request.key] else {
+                missing.append(request)
+                continue
+            }
+            tokens.append(FetchToken(
+                request: request, priority: priority, submitter: revalidationSubmitter, handler: handler,
+                validators: Validators(etag: found.entry.etag, lastModified: found.entry.lastModified)))
+        }
+        // A forced revalidation asks the origin even when its last failure is remembered.
+        forgetFailures(of: tokens.map(\.key))
+        if !tokens.isEmpty, !engine.send(.fetchAll(tokens)) {
+            for token in tokens { token.answer(.failure(.cancelled)) }
+        }
+        return missing
     }
 
     /// `url`'s cache key under the key policy.
@@ -137,6 +207,7 @@ public final class Downloader: Sendable {
         let now = WallClock.nowMilliseconds()
         for (request, entry) in found {
             cache.index.recordAccess(request.key, at: now)
+            revalidateIfDue(request, entry: entry.entry)
             handler(
                 request.url,
                 .success(CachedImage(url: request.url, key: request.key, path: entry.path, bytes: entry.entry.bytes, source: .disk, download: nil)))
@@ -166,6 +237,7 @@ public final class Downloader: Sendable {
             request.expectedSHA256 == nil || request.expectedSHA256 == found.entry.sha256
         else { return nil }
         cache.index.recordAccess(request.key, at: WallClock.nowMilliseconds())
+        revalidateIfDue(request, entry: found.entry)
         return CachedImage(url: request.url, key: request.key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
     }
 

@@ -17,6 +17,9 @@ public struct ImageRequest: Sendable, Hashable {
     /// Its own priority, over the one of the call that makes it (an item of a list or an `add`
     /// marked `high`).
     public var priority: FetchPriority?
+    /// Its own freshness rule, over the downloader's (a request's, an item's or a list's
+    /// `refresh`): a cached entry due under it is served and revalidated.
+    public var refresh: RefreshRule?
 
     /// A request for `url` stored under `key` (by default the hash of the whole URL).
     public init(url: ImageURL, key: CacheKey? = nil, expectedSHA256: SHA256Digest? = nil, priority: FetchPriority? = nil) {

@@ -60,7 +60,8 @@ final class TestHTTP2StreamHandler: ChannelInboundHandler {
         guard let head else { return }
         let target = TestHTTPServer.Target(head.uri)
         let (response, behaviour) =
-            (try? (TestHTTPServer.Route(target).response(attempt: attempt), TestHTTPServer.Behaviour(target)))
+            (try? (TestHTTPServer.Route(target).response(
+                attempt: attempt, conditional: TestHTTPServer.Conditional(headers: head.headers.map { ($0.name, $0.value) })), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
         let hasBody = head.method != .HEAD && !response.forbidsBody
         guard let gate = behaviour.gate else {

@@ -114,7 +114,9 @@ final class TestHTTPHandler: ChannelInboundHandler {
         let target = TestHTTPServer.Target(request.head.uri)
         // A target the server cannot use is answered 400 at once, without its modifiers.
         let (response, behaviour) =
-            (try? (TestHTTPServer.Route(target).response(attempt: request.attempt), TestHTTPServer.Behaviour(target)))
+            (try? (TestHTTPServer.Route(target).response(
+                attempt: request.attempt,
+                conditional: TestHTTPServer.Conditional(headers: request.head.headers.map { ($0.name, $0.value) })), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
         let hasBody = request.head.method != .HEAD && !response.forbidsBody
         var sendCount = hasBody ? response.body.count : 0

@@ -8,6 +8,9 @@ extension TestHTTPServer {
         /// `/gzip-labelled/NAME.EXT`: the image, sent as is but labelled `Content-Encoding: gzip`,
         /// to show a client that does not ask for encodings does not try to inflate.
         case gzipLabelled(Image)
+        /// `/fresh/NAME.EXT?cc=…`: the image with freshness headers, answering conditional
+        /// requests (``FreshResource``).
+        case fresh(FreshResource)
         /// `/html`: a 200 HTML page where an image was expected.
         case html
         /// `/status/CODE`.
@@ -107,6 +110,8 @@ extension TestHTTPServer {
                     retryAfter: try target.headerValue("retry_after"))
             } else if let name = Self.suffix(of: path, after: "/gzip-labelled/") {
                 self = .gzipLabelled(try Image(name: name, target: target))
+            } else if let name = Self.suffix(of: path, after: "/fresh/") {
+                self = .fresh(try FreshResource(image: try Image(name: name, target: target), target: target))
             } else if path == "/html" {
                 self = .html
             } else if let code = Self.suffix(of: path, after: "/status/") {
@@ -141,8 +146,10 @@ extension TestHTTPServer {
 
         /// The response to the `attempt`-th request (1-based) for this exact target; only `/flaky`
         /// looks at `attempt`.
-        func response(attempt: Int) -> Response {
+        func response(attempt: Int, conditional: Conditional = .none) -> Response {
             switch self {
+            case .fresh(let resource):
+                return resource.response(attempt: attempt, conditional: conditional)
             case .image(let image):
                 return Response(
                     status: 200,

@@ -42,6 +42,8 @@ struct ConfigReloadTests {
         Change(key: "disk-limit", value: .string("3MiB"), reloadable: true) { $0.diskLimit == 3 << 20 },
         Change(key: "max-age", value: .string("2h"), reloadable: true) { $0.maintenance.maxAge == .seconds(7200) },
         Change(key: "sweep-interval", value: .integer(30), reloadable: true) { $0.maintenance.sweepInterval == .seconds(30) },
+        Change(key: "refresh", value: .string("respect-headers"), reloadable: true) { $0.refreshPolicy.rule == .respectHeaders },
+        Change(key: "min-fresh", value: .string("5m"), reloadable: true) { $0.refreshPolicy.minFresh == .seconds(300) },
         Change(key: "memory-limit", value: .string("1MiB"), reloadable: true) { $0.memoryLimit == 1 << 20 },
         Change(key: "max-parallel", value: .integer(0x10), reloadable: true) { $0.downloadPolicy.maxParallel == 16 },
         Change(key: "max-per-host", value: .integer(2), reloadable: true) { $0.downloadPolicy.maxPerHost == 2 },

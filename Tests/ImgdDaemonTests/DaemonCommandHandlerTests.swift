@@ -147,7 +147,7 @@ struct DaemonCommandHandlerTests {
 
             let stats = try await fixture.object("stats")
             #expect(Self.keys(stats) == [
-                "downloads", "download_bytes", "download_failures", "retries", "failures", "coalesced", "cancelled",
+                "downloads", "download_bytes", "download_failures", "retries", "failures", "coalesced", "revalidated", "cancelled",
                 "preempted", "paced_out", "throttled", "tier_fallbacks", "memory", "disk", "gets", "pressure_events", "events_dropped",
             ])
             #expect(Self.keys(try #require(stats["memory"]?.objectValue)) == ["hits", "misses", "purges"])

@@ -12,6 +12,7 @@ struct SettingDeclarationTests {
     static let defaults: [String: String?] = [
         "spool": "./imgd-data/spool", "cache": "./imgd-data/cache", "state": "./imgd-data/state",
         "socket": "./imgd-data/imgd.sock", "disk-limit": "1GiB", "max-age": "7d", "sweep-interval": "10m",
+        "refresh": "off", "min-fresh": "1m",
         "memory-limit": "64MiB", "max-parallel": "8", "max-per-host": "4", "attempts": "3", "max-body-bytes": "64MiB",
         "timeout": "2m", "max-rate": "0", "max-rate-applies-to": "prefetch", "proxy": nil, "tier": nil, "tier-fallback": "true", "ca-file": nil, "headers-file": nil, "deny": nil, "deny-defaults": "true", "max-connections": "256",
         "max-connections-per-peer": "32", "admin-group": nil, "pressure-threshold": "10", "log-level": "info", "max-list-bytes": "1GiB",

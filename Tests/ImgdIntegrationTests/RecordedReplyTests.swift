@@ -95,6 +95,7 @@ struct RecordedReplyTests {
         }
         let got = server.url("/img/get.png")
         try await ask("get", #"{"cmd":"get","url":"\#(got)"}"#)
+        try await ask("refresh", #"{"cmd":"refresh","urls":["\#(got)","\#(server.url("/img/never-cached.png"))"]}"#)
         try await ask("get-data", #"{"cmd":"get","url":"\#(server.url("/img/data.png?w=2&h=2"))","data":true}"#)
 
         // A URL held by the server: asked for without waiting, then cancelled.

@@ -30,6 +30,7 @@ struct PrometheusRenderer {
         "download_failures": "Downloads that failed.",
         "gets": "get requests answered.",
         "coalesced": "Requests joined to a download already under way.",
+        "revalidated": "Revalidations answered 304 Not Modified (the entry renewed, its file kept).",
         "retries": "Download attempts repeated after a transient failure.",
         "cancelled": "Downloads cancelled.",
         "preempted": "Prefetch transfers that gave their slot to an on-demand request or a waiting list (re-queued, not failed).",

@@ -45,6 +45,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("disk-limit")) var diskLimit: String?
     @Option(help: .setting("max-age")) var maxAge: String?
     @Option(help: .setting("sweep-interval")) var sweepInterval: String?
+    @Option(help: .setting("refresh")) var refresh: String?
+    @Option(help: .setting("min-fresh")) var minFresh: String?
     @Option(help: .setting("memory-limit")) var memoryLimit: String?
     @Option(help: .setting("max-parallel")) var maxParallel: String?
     @Option(help: .setting("max-per-host")) var maxPerHost: String?

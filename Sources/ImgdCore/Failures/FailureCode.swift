@@ -34,6 +34,8 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case diskFull = "disk_full"
     /// The body's SHA-256 is not the one the list or request named (after one more try).
     case checksumMismatch = "checksum_mismatch"
+    /// The response forbids storing it (`Cache-Control: no-store`); not retried.
+    case notCacheable = "not_cacheable"
     /// A line of a link list is not a URL imgd fetches.
     case badURL = "bad_url"
     /// A link list that cannot be read or is refused whole.

@@ -1,5 +1,5 @@
 /// What an object item of a JSON link list (or of an `add`) says besides its URL:
-/// `{"url": "…", "key": "…", "sha256": "<64 hex>", "pin": "24h", "priority": "high"}`.
+/// `{"url": "…", "key": "…", "sha256": "<64 hex>", "pin": "24h", "priority": "high", "refresh": "1d"}`.
 /// Every field is optional; a plain string item has none.
 public struct LinkListItemOptions: Sendable, Equatable {
     /// The cache key chosen for the image, instead of one derived from its URL (hashed like a
@@ -12,6 +12,8 @@ public struct LinkListItemOptions: Sendable, Equatable {
     /// `high`: requested before the list's other items, at on-demand priority (as `add`'s
     /// `priority: "high"`).
     public var isHighPriority = false
+    /// When its cached entry is due for revalidation, over the list's and the daemon's rule.
+    public var refresh: RefreshRule?
 
     public init(key: String? = nil, sha256: SHA256Digest? = nil, pin: Duration? = nil, isHighPriority: Bool = false) {
         self.key = key
@@ -44,6 +46,12 @@ public struct LinkListItemOptions: Sendable, Equatable {
             } catch {
                 throw LinkListItemError(field: field, reason: "\(error)")
             }
+        case "refresh":
+            do {
+                refresh = try RefreshRule(parsing: value)
+            } catch {
+                throw LinkListItemError(field: field, reason: "\(error)")
+            }
         case "priority":
             switch value {
             case "high": isHighPriority = true
@@ -59,7 +67,7 @@ public struct LinkListItemOptions: Sendable, Equatable {
     public static let maximumValueBytes = 1024
 
     /// The fields ``set(_:to:)`` reads (the others are ignored).
-    public static let fields: Set<String> = ["url", "key", "sha256", "pin", "priority"]
+    public static let fields: Set<String> = ["url", "key", "sha256", "pin", "priority", "refresh"]
 }
 
 /// Why a field of an object item cannot be used.

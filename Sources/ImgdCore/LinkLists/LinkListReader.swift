@@ -33,6 +33,8 @@ public struct LinkListReader: ~Copyable {
     /// lazily with the header: nil until ``next()`` has returned its first entry (or nil), and
     /// always nil for JSON and plist lists.
     public private(set) var pin: Duration?
+    /// A text list's `# refresh:` header (``RefreshRule``), read as ``pin`` is.
+    public private(set) var refresh: RefreshRule?
 
     private enum Parser {
         case text(TextLinkListParser)
@@ -129,6 +131,7 @@ public struct LinkListReader: ~Copyable {
                 parser = .busy
                 defer {
                     pin = text.pin
+                    refresh = text.refresh
                     parser = .text(text)
                 }
                 return try text.next(from: &source)

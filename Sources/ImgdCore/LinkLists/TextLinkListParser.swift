@@ -9,6 +9,7 @@
 /// Comment lines before the first URL line form the header. A header line `# pin: 24h` (the key
 /// in any case, the value as ``Swift/Duration/parsing(_:)`` reads it) sets ``pin``; a later one
 /// overrides an earlier one, and after the first URL line such lines are ordinary comments.
+/// `# refresh: 1d` (or `off`, `respect-headers`: ``RefreshRule``) sets ``refresh`` the same way.
 struct TextLinkListParser {
     /// The most bytes of one line the source must keep across a read: a line's content up to
     /// the cap, a byte order mark, and one byte more, to know a line is over the cap.
@@ -16,6 +17,8 @@ struct TextLinkListParser {
 
     /// The `# pin:` header's duration, once the header has been read.
     private(set) var pin: Duration?
+    /// The `# refresh:` header's rule, once the header has been read.
+    private(set) var refresh: RefreshRule?
     private var lineNumber = 0
     /// True until the first line that is not blank or a comment.
     private var inHeader = true
@@ -165,6 +168,12 @@ struct TextLinkListParser {
                 } catch {
                     throw source.malformed("bad '# pin:' header: \(error)", line: lineNumber)
                 }
+            } else if inHeader, let value = Self.headerValue(named: "refresh", inComment: bytes.dropFirst()) {
+                do {
+                    refresh = try RefreshRule(parsing: value)
+                } catch {
+                    throw source.malformed("bad '# refresh:' header: \(error)", line: lineNumber)
+                }
             }
             return nil
         }
@@ -175,10 +184,17 @@ struct TextLinkListParser {
     /// The value of a `pin: VALUE` comment (the text after `#`), trimmed, or nil for any other
     /// comment.
     static func pinValue(inComment comment: ArraySlice<UInt8>) -> String? {
+        headerValue(named: "pin", inComment: comment)
+    }
+
+    /// The value of a `NAME: VALUE` comment (`name` lower-case ASCII, matched in any case),
+    /// trimmed, or nil for any other comment.
+    static func headerValue(named name: String, inComment comment: ArraySlice<UInt8>) -> String? {
         var bytes = comment
+        let count = name.utf8.count
         while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
-        guard bytes.count >= 3, bytes.prefix(3).map({ $0 | 0x20 }).elementsEqual("pin".utf8) else { return nil }
-        bytes.removeFirst(3)
+        guard bytes.count >= count, bytes.prefix(count).map({ $0 | 0x20 }).elementsEqual(name.utf8) else { return nil }
+        bytes.removeFirst(count)
         while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
         guard bytes.first == UInt8(ascii: ":") else { return nil }
         bytes.removeFirst()

@@ -28,6 +28,8 @@ extension DaemonCommands {
         }
         // An entry with another digest than the one asked for is a miss: `get` fetches again.
         guard let hit = found, Self.hasDigest(hit, image) else { return nil }
+        // Served at once all the same; a due entry is revalidated behind the answer.
+        services.downloader.revalidateIfDue(image, entry: hit.entry.entry)
         services.counters.update { counters in
             counters.gets += 1
             if hit.source == .disk { counters.diskHits += 1 }

@@ -16,6 +16,7 @@ extension DaemonCommands {
         let items = try addItems()
         let priority = try request.choice("priority", of: ["high", "normal"], default: "normal")
         let pin = try pinDuration()
+        let refresh = try refreshRule()
         var requests: [ImageRequest] = []
         // Pins of items that name their own, by key (the handler sees the key).
         var pins: [CacheKey: Int] = [:]
@@ -28,6 +29,7 @@ extension DaemonCommands {
                     let url = try ImageURL(text)
                     var request = services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
                     if options.isHighPriority { request.priority = .onDemand }
+                    request.refresh = options.refresh ?? refresh
                     if let own = options.pin { pins[request.key] = Int(own.components.seconds) * 1000 }
                     requests.append(request)
                     continue
@@ -71,7 +73,7 @@ extension DaemonCommands {
             }
             var options = LinkListItemOptions()
             var problem: LinkListItemError?
-            for field in ["key", "sha256", "pin", "priority"] {
+            for field in ["key", "sha256", "pin", "priority", "refresh"] {
                 guard let member = object[field], member != .null else { continue }
                 guard let text = member.stringValue else {
                     problem = problem ?? LinkListItemError(field: field, reason: "not a string but \(member.kindDescription)")

@@ -46,7 +46,7 @@ extension DaemonCommands {
             "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),
             "failures": .object(counters.failuresByCode.mapValues { JSONValue($0) }),
-            "coalesced": JSONValue(downloads.coalesced), "cancelled": JSONValue(downloads.cancelled),
+            "coalesced": JSONValue(downloads.coalesced), "revalidated": JSONValue(downloads.revalidated), "cancelled": JSONValue(downloads.cancelled),
             "preempted": JSONValue(downloads.preempted), "paced_out": JSONValue(downloads.pacedOut),
             "throttled": JSONValue(downloads.throttled),
             "tier_fallbacks": JSONValue(downloads.tierFallbacks),

@@ -36,6 +36,7 @@ struct DaemonCommands {
         case "cancel": try await cancel()
         case "failed": try await failed()
         case "retry": try await retry()
+        case "refresh": try await refresh()
         case "stats": stats()
         case "fsck": try await fsck()
         default: throw .unknownCommand(request.command)
@@ -75,7 +76,7 @@ struct DaemonCommands {
     func imageRequest() throws(ControlError) -> ImageRequest {
         let url = try url()
         var options = LinkListItemOptions()
-        for field in ["key", "sha256"] {
+        for field in ["key", "sha256", "refresh"] {
             guard let text = try request.optionalString(field) else { continue }
             do {
                 try options.set(field, to: text)
@@ -83,7 +84,19 @@ struct DaemonCommands {
                 throw .invalidArgument(field: field, reason: error.reason)
             }
         }
-        return services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+        var image = services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+        image.refresh = options.refresh
+        return image
+    }
+
+    /// The `refresh` argument (`off`, `respect-headers` or a duration), or nil.
+    func refreshRule() throws(ControlError) -> RefreshRule? {
+        guard let text = try request.optionalString("refresh") else { return nil }
+        do {
+            return try RefreshRule(parsing: text)
+        } catch {
+            throw .invalidArgument(field: "refresh", reason: "\(error)")
+        }
     }
 
     func hello() -> JSONValue {

@@ -20,6 +20,24 @@ extension DaemonConfig {
             "max-age", \.maxAge, minimum: .seconds(60), reloadable: true,
             help: SettingHelp("Entries unused this long are removed", detail: "30m, 12h, 7d")),
         .duration("sweep-interval", \.sweepInterval, minimum: .seconds(1), reloadable: true, help: "How often the age sweep runs"),
+        // Freshness: when a cached entry that is used is revalidated (RefreshRule).
+        DaemonSetting(
+            "refresh", \.refresh, reloadable: true,
+            help: SettingHelp(
+                "When a cached entry that is used is revalidated with its origin",
+                detail: "a duration such as 1d: once fetched that long ago; respect-headers: when its Cache-Control or Expires lifetime ends",
+                valueName: "off|DURATION|respect-headers"),
+            show: { $0.description }, spell: { $0.description }
+        ) { value throws(SettingError) in
+            do {
+                return try RefreshRule(parsing: try value.text())
+            } catch {
+                throw SettingError(reason: "\(error)")
+            }
+        },
+        .duration(
+            "min-fresh", \.minFresh, minimum: .zero, reloadable: true,
+            help: "The shortest lifetime refresh = \"respect-headers\" gives a response"),
         .bytes("memory-limit", \.memoryLimit, minimum: 0, reloadable: true, help: "The memory tier's cap"),
         .integer("max-parallel", \.maxParallel, 1...1024, reloadable: true, help: "Transfers at once, in all"),
         .integer("max-per-host", \.maxPerHost, 1...1024, reloadable: true, help: "Transfers at once to one host:port"),

@@ -30,6 +30,12 @@ public struct DaemonConfig: Sendable, Equatable {
     public var diskLimit = DiskCache.defaultLimit
     public var maxAge = MaintenanceSettings().maxAge
     public var sweepInterval = MaintenanceSettings().sweepInterval
+    /// When a cached entry that is used is revalidated (``RefreshPolicy``: `off` by default).
+    public var refresh = RefreshPolicy().rule
+    /// The shortest lifetime `respect-headers` gives a response (``RefreshPolicy/defaultMinFresh``).
+    public var minFresh = RefreshPolicy.defaultMinFresh
+    /// The two freshness settings, as the downloader takes them.
+    public var refreshPolicy: RefreshPolicy { RefreshPolicy(rule: refresh, minFresh: minFresh) }
     public var memoryLimit = MemoryCache.defaultLimitBytes
     public var maxParallel = DownloadPolicy().maxParallel
     public var maxPerHost = DownloadPolicy().maxPerHost

@@ -10,7 +10,9 @@ import NIOCore
 /// (``ControlLimits/maxQueuedEvents``) and counted in ``droppedCount``.
 public final class EventHub: Sendable {
     /// The events the daemon publishes (Protocol.md, *Events*).
-    public static let defaultEventNames = ["fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure"]
+    public static let defaultEventNames = [
+        "fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure", "revalidated",
+    ]
 
     /// The names that may be published and subscribed to, in the order `subscribe` lists them.
     public let eventNames: [String]

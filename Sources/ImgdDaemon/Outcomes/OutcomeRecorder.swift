@@ -38,6 +38,16 @@ final class OutcomeRecorder: Sendable {
         }
     }
 
+    /// What a revalidation came to: a `304` is a `revalidated` event (the entry was current); a
+    /// new body a `fetched` one, a failure a `failed` one (the entry is still served).
+    func revalidated(_ url: ImageURL, _ result: Result<CachedImage, DownloadError>) {
+        if case .success(let image) = result, image.source == .disk {
+            events.publish("revalidated", data: ["url": .string(url.normalized), "bytes": JSONValue(image.bytes)])
+        } else {
+            record(url, result)
+        }
+    }
+
     /// A spool event, as subscribers see it.
     func publish(_ event: SpoolEvent) {
         switch event {

@@ -310,6 +310,7 @@ actor ListClaimer {
             if !pinRead {
                 pinRead = true
                 if let pin = reader.pin { try store.setPin(list: list, milliseconds: Int(pin.components.seconds) * 1000) }
+                if let refresh = reader.refresh { try store.setRefresh(list: list, rule: refresh) }
             }
             guard let entry else { break }
             seq += 1

@@ -45,6 +45,9 @@ public struct ListRecord: Sendable, Equatable {
     /// The uid that owned its file when it was claimed: that user may `cancel` it. Nil for
     /// lists claimed before this was recorded (only the privileged may cancel those).
     public var owner: UInt32? = nil
+    /// Its `# refresh:` header: when its cached images are due for revalidation, over the
+    /// daemon's `refresh`; nil when it has none.
+    public var refresh: RefreshRule? = nil
 }
 
 /// How one URL of a list ended.
@@ -104,7 +107,8 @@ public final class ListStore: Sendable {
             claimed_at INTEGER NOT NULL,
             finished_at INTEGER,
             finished_file TEXT,
-            owner INTEGER
+            owner INTEGER,
+            refresh TEXT
         );
         CREATE TABLE IF NOT EXISTS list_urls (
             list_id INTEGER NOT NULL,
@@ -119,6 +123,7 @@ public final class ListStore: Sendable {
             sha256 TEXT,
             pin_ms INTEGER,
             high INTEGER,
+            refresh TEXT,
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
@@ -178,6 +183,13 @@ public final class ListStore: Sendable {
                 ALTER TABLE list_urls ADD COLUMN pin_ms INTEGER;
                 ALTER TABLE list_urls ADD COLUMN high INTEGER;
                 """)
+        }
+        // And before freshness rules, the list's `# refresh:` and an item's `refresh` (NULL: none).
+        if (try? connection.statement("SELECT refresh FROM lists LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE lists ADD COLUMN refresh TEXT")
+        }
+        if (try? connection.statement("SELECT refresh FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE list_urls ADD COLUMN refresh TEXT")
         }
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.
@@ -254,8 +266,9 @@ public final class ListStore: Sendable {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
                 let insert = try connection.statement("""
-                    INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                    INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high,
+                        refresh)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
                     """)
                 var pending = 0
                 var failed = 0
@@ -272,6 +285,7 @@ public final class ListStore: Sendable {
                     insert.bind(9, entry.options.sha256?.hex)
                     insert.bind(10, entry.options.pin.map { Int($0.components.seconds) * 1000 })
                     insert.bind(11, entry.options.isHighPriority ? 1 : nil)
+                    insert.bind(12, entry.options.refresh?.description)
                     try insert.step()
                     if entry.failure == nil { pending += 1 } else { failed += 1 }
                 }
@@ -292,6 +306,17 @@ public final class ListStore: Sendable {
             let statement = try connection.statement("UPDATE lists SET pin_ms = ?2 WHERE id = ?1")
             statement.bind(1, list)
             statement.bind(2, milliseconds)
+            try statement.step()
+        }
+    }
+
+    /// Sets when the list's cached images are due for revalidation (its `# refresh:` header).
+    public func setRefresh(list: Int, rule: RefreshRule) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET refresh = ?2 WHERE id = ?1")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, rule.description)
             try statement.step()
         }
     }
@@ -416,6 +441,21 @@ public final class ListStore: Sendable {
         return try mode.step() && mode.int(0) == 2
     }
 
+    /// The URLs of `list` that are cached (by it or before it), each with its chosen key: what
+    /// `refresh --list` revalidates. At most `limit`.
+    public func cachedURLs(list: Int, limit: Int) throws(SQLiteError) -> [(url: String, key: String?)] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT url, item_key FROM list_urls WHERE list_id = ?1 AND state IN (1, 2) ORDER BY seq LIMIT ?2")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, limit)
+            var found: [(url: String, key: String?)] = []
+            while try statement.step() { found.append((statement.string(0) ?? "", statement.string(1))) }
+            return found
+        }
+    }
+
     // MARK: - Progress
 
     /// Up to `limit` pending URLs of `list` after `seq`, in list order: the items marked
@@ -425,11 +465,11 @@ public final class ListStore: Sendable {
             let statement = try connection.statement(
                 high
                     ? """
-                    SELECT seq, url, item_key, sha256, pin_ms FROM list_urls INDEXED BY list_urls_high
+                    SELECT seq, url, item_key, sha256, pin_ms, refresh FROM list_urls INDEXED BY list_urls_high
                     WHERE list_id = ?1 AND high = 1 AND state = 0 AND seq > ?2 ORDER BY seq LIMIT ?3
                     """
                     : """
-                    SELECT seq, url, item_key, sha256, pin_ms FROM list_urls
+                    SELECT seq, url, item_key, sha256, pin_ms, refresh FROM list_urls
                     WHERE list_id = ?1 AND state = 0 AND seq > ?2 AND high IS NULL ORDER BY seq LIMIT ?3
                     """)
             defer { statement.reset() }
@@ -442,6 +482,7 @@ public final class ListStore: Sendable {
                 options.key = statement.string(2)
                 options.sha256 = statement.string(3).flatMap(SHA256Digest.init(hex:))
                 options.pin = statement.optionalInt(4).map { .milliseconds($0) }
+                options.refresh = statement.string(5).flatMap { try? RefreshRule(parsing: $0) }
                 found.append(PendingURL(seq: statement.int(0), url: statement.string(1) ?? "", options: options))
             }
             return found
@@ -605,7 +646,7 @@ public final class ListStore: Sendable {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
                 SELECT id, name, claimed_file, format, state, pin_ms, total, pending, cached, already_cached, failed,
-                    bytes, claimed_at, finished_at, finished_file, owner FROM lists
+                    bytes, claimed_at, finished_at, finished_file, owner, refresh FROM lists
                 WHERE state IN ('claiming', 'active') OR id IN (
                     SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT ?1)
                 ORDER BY id DESC
@@ -620,7 +661,8 @@ public final class ListStore: Sendable {
                     pinMilliseconds: statement.optionalInt(5), total: statement.int(6), pending: statement.int(7),
                     cached: statement.int(8), alreadyCached: statement.int(9), failed: statement.int(10),
                     bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13),
-                    finishedFile: statement.string(14), owner: statement.optionalInt(15).flatMap { UInt32(exactly: $0) }))
+                    finishedFile: statement.string(14), owner: statement.optionalInt(15).flatMap { UInt32(exactly: $0) },
+                    refresh: statement.string(16).flatMap { try? RefreshRule(parsing: $0) }))
             }
             return found
         }

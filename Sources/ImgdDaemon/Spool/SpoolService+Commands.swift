@@ -50,6 +50,14 @@ extension SpoolService {
 
     /// Puts the failed URLs of the list named `name` back in the queue (a finished list is
     /// taken back from `failed/`). Returns how many, or nil when there is no such list.
+    /// The cached URLs of the latest list named `name` (at most `limit`, each with its item's
+    /// chosen key), for `refresh --list`; nil when there is no such list.
+    public func cachedURLs(ofList name: String, limit: Int) -> [(url: String, key: String?)]? {
+        flush()
+        guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
+        return (try? store.cachedURLs(list: record.id, limit: limit)) ?? []
+    }
+
     public func retry(list name: String) -> Int? {
         do {
             flush()
@@ -93,7 +101,7 @@ extension SpoolService {
                 unlinkat(folders.failed, stem + ".report.json", 0)
                 runs[record.id] = ListRun(
                     id: record.id, name: record.name, submitter: downloader.makeSubmitter(),
-                    pinMilliseconds: record.pinMilliseconds)
+                    pinMilliseconds: record.pinMilliseconds, refresh: record.refresh)
             }
             pump()
             return requeued

@@ -15,7 +15,7 @@ extension SpoolService {
     func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
             id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
-            exhausted: cancelled, cancelled: cancelled)
+            refresh: record.refresh, exhausted: cancelled, cancelled: cancelled)
         finishIfDone(record.id)
     }
 
@@ -50,6 +50,7 @@ extension SpoolService {
                 }
                 var request = downloader.request(for: url, chosenKey: row.options.key, sha256: row.options.sha256)
                 if row.options.isHighPriority { request.priority = .onDemand }
+                request.refresh = row.options.refresh ?? run.refresh
                 urls.append(request)
                 run.inFlight[url.normalized, default: []].append((row.seq, row.options.pin.map { Int($0.components.seconds) * 1000 }))
             }

@@ -70,6 +70,8 @@ public actor SpoolService {
         let name: String
         let submitter: SubmitterID
         let pinMilliseconds: Int?
+        /// Its `# refresh:` rule, for the items without their own.
+        var refresh: RefreshRule? = nil
         /// The last seq read from the database; the next read starts after it.
         var cursor = 0
         /// The same for the items marked `high`, which are read first; nil once they are all read.

@@ -18,6 +18,8 @@ public struct DownloaderStatistics: Sendable, Equatable {
     public var retries = 0
     /// Requests that joined a job already under way.
     public var coalesced = 0
+    /// Revalidations answered `304 Not Modified`: the entry's freshness renewed, its file untouched.
+    public var revalidated = 0
     /// Requests answered from the remembered-failure table.
     public var rememberedFailures = 0
     /// Body bytes of published images.

@@ -21,6 +21,8 @@ final class FetchToken: Sendable {
     /// The digest this request wants its body to have, if any.
     let expectedSHA256: SHA256Digest?
     let priority: FetchPriority
+    /// Set for a revalidation of a cached entry (``Validators``).
+    let validators: Validators?
     let submitter: SubmitterID
     private let handler: Handler?
     /// Where a waiting task finds the result (none with a handler).
@@ -29,7 +31,11 @@ final class FetchToken: Sendable {
     private let held: HeldRequests?
     private let state = Locked(State())
 
-    init(request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil, handler: Handler? = nil) {
+    init(
+        request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
+        handler: Handler? = nil, validators: Validators? = nil
+    ) {
+        self.validators = validators
         self.url = request.url
         self.key = request.key
         self.expectedSHA256 = request.expectedSHA256

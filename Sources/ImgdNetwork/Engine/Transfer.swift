@@ -174,10 +174,12 @@ final class Transfer {
         // A private CA's certificates replace the system's store for this transfer; without a
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
-        // The target host's headers, and only its: a redirect to another host is a request of its
-        // own, configured for that host (libcurl, following by itself, would keep them).
-        if let lines = policy.hosts.rule(for: target.host)?.headers.map(\.line), !lines.isEmpty {
-            guard let list = CurlHeaderList(lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
+        // Every header the request sends, built in one place (``RequestHeaders``): the target
+        // host's, and only its (a redirect to another host is a request of its own, configured for
+        // that host; libcurl, following by itself, would keep them), and a revalidation's validators.
+        let request = RequestHeaders(host: policy.hosts.rule(for: target.host)?.headers.map(\.line) ?? [], validators: job.validators)
+        if !request.isEmpty {
+            guard let list = CurlHeaderList(request.lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
             headers = list
             try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
         }

@@ -42,6 +42,13 @@ extension TransferEngine {
         case nil:
             break
         }
+        // A revalidation answered 304 (not a redirect, not a tier error: both were settled above).
+        if job.validators != nil, result == CURLE_OK, transfer.abort == nil,
+            transfer.easy.info(long: CURLINFO_RESPONSE_CODE) == 304
+        {
+            notModified(transfer)
+            return
+        }
         // The handle goes with the transfer once `conclude` has read what it needs from it.
         let arrival = conclude(transfer, result: result)
         switch arrival {
@@ -57,6 +64,19 @@ extension TransferEngine {
         case .failure(let error):
             settle(job, .failure(error))
         }
+    }
+
+    /// A revalidation answered `304`: the publisher renews the entry's freshness (its file stays
+    /// as it is) and the job ends with its verdict, as a body's would.
+    private func notModified(_ transfer: Transfer) {
+        let job = transfer.job, easy = transfer.easy
+        let response = easy.responseFreshness(receivedAt: WallClock.nowMilliseconds())
+        let etag = easy.header("ETag"), lastModified = easy.header("Last-Modified")
+        transfer.discard()
+        move(job, to: .publishing)
+        publishingKeys.insert(job.key)
+        publisher.revalidated(
+            url: job.url, key: job.key, jobSerial: job.serial, response: response, etag: etag, lastModified: lastModified)
     }
 
     /// Ends an attempt: success finishes the job; a transient failure schedules another attempt
@@ -97,6 +117,11 @@ extension TransferEngine {
         // A job cancelled meanwhile has already answered its waiters; its file, if published,
         // is a valid cache entry all the same.
         guard let job = jobs[outcome.key], job.serial == outcome.jobSerial, job.state == .publishing else { return }
+        if outcome.revalidated, case .success = outcome.result {
+            counters.revalidated += 1
+            finish(job, outcome.result)
+            return
+        }
         settle(job, outcome.result)
     }
 
@@ -140,6 +165,11 @@ extension TransferEngine {
             }
             return nil
         }()
+        let freshness = easy.responseFreshness(receivedAt: WallClock.nowMilliseconds())
+        if failure == nil, freshness.noStore {
+            transfer.discard()
+            return .failure(.notCacheable("the response says Cache-Control: no-store, so imgd does not keep it"))
+        }
         if let failure {
             transfer.discard()
             return .failure(failure)
@@ -151,7 +181,8 @@ extension TransferEngine {
             finalURL: transfer.target.normalized, status: status,
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
-            duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256))
+            duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256,
+            freshness: freshness))
     }
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on

@@ -21,6 +21,8 @@ extension TransferEngine {
         if let job = jobs[token.key] {
             counters.coalesced += 1
             job.waiters.append(token)
+            // A request for the body turns a revalidation not yet started into a plain fetch.
+            if token.validators == nil, job.state == .queued { job.validators = nil }
             if token.priority > job.priority {
                 job.priority = token.priority
                 // The old entry stays behind in the lower level; whichever is taken first starts

@@ -22,6 +22,8 @@ final class ArrivedBody: Sendable {
     let etag: String?
     let lastModified: String?
     let contentType: String?
+    /// What the response's headers say about its lifetime (stored in the entry's row).
+    let freshness: ResponseFreshness
     let duration: Duration
     let attempts: Int
     /// The digest the request named; a body with another is refused before it is published.
@@ -30,8 +32,10 @@ final class ArrivedBody: Sendable {
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
         reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
-        contentType: String?, duration: Duration, attempts: Int, expectedSHA256: SHA256Digest? = nil
+        contentType: String?, duration: Duration, attempts: Int, expectedSHA256: SHA256Digest? = nil,
+        freshness: ResponseFreshness = .none
     ) {
+        self.freshness = freshness
         self.url = url
         self.key = key
         self.jobSerial = jobSerial

@@ -190,7 +190,34 @@ actor BodyPublisher {
             key: image.key, url: image.url.normalized, bytes: image.bytes, sha256: record.sha256,
             format: record.image.format, width: record.image.width, height: record.image.height,
             etag: record.etag, lastModified: record.lastModified, contentType: record.contentType,
-            fetchedAt: now, lastAccess: now)
+            fetchedAt: now, lastAccess: now, freshness: EntryFreshness(record.freshness, receivedAt: now))
+    }
+
+    /// Records a `304` for `key`'s entry: its freshness renewed from `response` (and the
+    /// validators it sent, if any), its file untouched. The outcome (the entry as it is on disk,
+    /// or a failure when it is gone) is delivered at once, marked ``PublishOutcome/revalidated``.
+    nonisolated func revalidated(
+        url: ImageURL, key: CacheKey, jobSerial: UInt64, response: ResponseFreshness, etag: String?, lastModified: String?
+    ) {
+        executor.enqueue { [self] in
+            assumeIsolated { _ in
+                let now = WallClock.nowMilliseconds()
+                let result: Result<CachedImage, DownloadError>
+                if let found = disk.lookup(key) {
+                    let renewed = found.entry.freshness.revalidated(by: response, at: now)
+                    do throws(SQLiteError) {
+                        try disk.index.updateFreshness(key, renewed, etag: etag, lastModified: lastModified)
+                        result = .success(CachedImage(
+                            url: url, key: key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil))
+                    } catch {
+                        result = .failure(.disk("cannot record the revalidation of \(url) in the cache index: \(error)", outOfSpace: error.isDiskFull))
+                    }
+                } else {
+                    result = .failure(.disk("\(url) left the cache while it was revalidated"))
+                }
+                deliver([PublishOutcome(key: key, jobSerial: jobSerial, result: result, revalidated: true)])
+            }
+        }
     }
 
     /// Checks a body that stayed in memory and gives it its final name; on any failure nothing
@@ -260,7 +287,7 @@ actor BodyPublisher {
         let record = DownloadRecord(
             finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
             contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
-            duration: body.duration, attempts: body.attempts)
+            duration: body.duration, attempts: body.attempts, freshness: body.freshness)
         return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
     }
 

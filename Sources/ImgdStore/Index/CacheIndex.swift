@@ -47,7 +47,10 @@ public final class CacheIndex: Sendable {
             last_access INTEGER NOT NULL,
             hit_count INTEGER NOT NULL DEFAULT 0,
             pinned_until INTEGER,
-            verified_generation INTEGER NOT NULL
+            verified_generation INTEGER NOT NULL,
+            validated_at INTEGER,
+            fresh_until INTEGER,
+            cache_flags INTEGER NOT NULL DEFAULT 0
         );
         """
 
@@ -89,6 +92,7 @@ public final class CacheIndex: Sendable {
         // checkpoints do. The default checkpoint every 1,000 pages put an fsync in the middle of
         // warming every few thousand images; every 16,384 pages (64 MiB of WAL) amortises it.
         try writer.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384;")
+        try addFreshnessColumns(writer)
         try migrateToRowidTable(writer)
         try writer.execute(Self.schema)
         let (clean, generation): (Bool, Int) = try writer.transaction { () throws(SQLiteError) in
@@ -130,6 +134,23 @@ public final class CacheIndex: Sendable {
                 DROP TABLE entries_without_rowid;
                 """)
             try connection.execute(schema)
+        }
+    }
+
+    /// Gives an entries table made before freshness was kept its three columns (NULL validated-at:
+    /// validated when fetched; no lifetime; no flags). Before ``migrateToRowidTable(_:)``, whose
+    /// copy names every column. Adding columns rewrites no row: instant at any size.
+    private static func addFreshnessColumns(_ connection: SQLiteConnection) throws(SQLiteError) {
+        let statement = try connection.statement("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries'")
+        let sql = try statement.step() ? statement.string(0) ?? "" : ""
+        statement.reset()
+        guard !sql.isEmpty, !sql.contains("validated_at") else { return }
+        try connection.transaction { () throws(SQLiteError) in
+            try connection.execute("""
+                ALTER TABLE entries ADD COLUMN validated_at INTEGER;
+                ALTER TABLE entries ADD COLUMN fresh_until INTEGER;
+                ALTER TABLE entries ADD COLUMN cache_flags INTEGER NOT NULL DEFAULT 0;
+                """)
         }
     }
 
@@ -287,13 +308,16 @@ public final class CacheIndex: Sendable {
                 let before = try Self.totalBytes(connection)
                 let statement = try connection.statement("""
                     INSERT INTO entries (key, url, bytes, sha256, format, width, height, etag, last_modified,
-                        content_type, fetched_at, last_access, hit_count, pinned_until, verified_generation)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                        content_type, fetched_at, last_access, hit_count, pinned_until, verified_generation,
+                        validated_at, fresh_until, cache_flags)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
                     ON CONFLICT (key) DO UPDATE SET url = excluded.url, bytes = excluded.bytes,
                         sha256 = excluded.sha256, format = excluded.format, width = excluded.width,
                         height = excluded.height, etag = excluded.etag, last_modified = excluded.last_modified,
                         content_type = excluded.content_type, fetched_at = excluded.fetched_at,
-                        last_access = excluded.last_access, verified_generation = excluded.verified_generation
+                        last_access = excluded.last_access, verified_generation = excluded.verified_generation,
+                        validated_at = excluded.validated_at, fresh_until = excluded.fresh_until,
+                        cache_flags = excluded.cache_flags
                     """)
                 for entry in entries {
                     statement.reset()
@@ -312,6 +336,9 @@ public final class CacheIndex: Sendable {
                     statement.bind(13, entry.hitCount)
                     statement.bind(14, entry.pinnedUntil)
                     statement.bind(15, generation)
+                    statement.bind(16, entry.freshness.validatedAt)
+                    statement.bind(17, entry.freshness.freshUntil)
+                    statement.bind(18, Self.flags(of: entry.freshness))
                     try statement.step()
                 }
                 return try Self.totalBytes(connection) - before
@@ -351,6 +378,36 @@ public final class CacheIndex: Sendable {
         let statement = try connection.statement("SELECT bytes FROM totals WHERE id = 0")
         defer { statement.reset() }
         return try statement.step() ? statement.int(0) : 0
+    }
+
+    /// Records that `key`'s entry was revalidated (a `304`): its freshness, and the validators
+    /// the response sent when it sent any; the file and the rest of the row stay. Returns false
+    /// when there is no such row (evicted meanwhile).
+    @discardableResult
+    public func updateFreshness(
+        _ key: CacheKey, _ freshness: EntryFreshness, etag: String?, lastModified: String?
+    ) throws(SQLiteError) -> Bool {
+        try writer.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("""
+                UPDATE entries SET validated_at = ?2, fresh_until = ?3, cache_flags = ?4,
+                    etag = coalesce(?5, etag), last_modified = coalesce(?6, last_modified)
+                WHERE key = ?1
+                """)
+            defer { statement.reset() }
+            key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
+            statement.bind(2, freshness.validatedAt)
+            statement.bind(3, freshness.freshUntil)
+            statement.bind(4, Self.flags(of: freshness))
+            statement.bind(5, etag)
+            statement.bind(6, lastModified)
+            try statement.step()
+            return connection.changes > 0
+        }
+    }
+
+    /// `cache_flags`: bit 0 `no-cache`, bit 1 `immutable`.
+    private static func flags(of freshness: EntryFreshness) -> Int {
+        (freshness.noCache ? 1 : 0) | (freshness.immutable ? 2 : 0)
     }
 
     /// Marks `key`'s content as checked in this generation.
@@ -410,7 +467,7 @@ public final class CacheIndex: Sendable {
 
     private static let columns = """
         key, url, bytes, sha256, format, width, height, etag, last_modified, content_type, fetched_at,
-        last_access, hit_count, pinned_until, verified_generation
+        last_access, hit_count, pinned_until, verified_generation, validated_at, fresh_until, cache_flags
         """
 
     private static func entry(from row: SQLiteStatement, generation: Int) -> IndexEntry? {
@@ -421,7 +478,10 @@ public final class CacheIndex: Sendable {
             key: CacheKey(digest: digest), url: row.string(1) ?? "", bytes: row.int(2), sha256: sha, format: format,
             width: row.optionalInt(5), height: row.optionalInt(6), etag: row.string(7), lastModified: row.string(8),
             contentType: row.string(9), fetchedAt: row.int(10), lastAccess: row.int(11), hitCount: row.int(12),
-            pinnedUntil: row.optionalInt(13), needsVerification: row.int(14) < generation)
+            pinnedUntil: row.optionalInt(13), needsVerification: row.int(14) < generation,
+            freshness: EntryFreshness(
+                validatedAt: row.optionalInt(15) ?? row.int(10), freshUntil: row.optionalInt(16),
+                noCache: row.int(17) & 1 != 0, immutable: row.int(17) & 2 != 0))
     }
 
     private static func meta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) -> Int? {

@@ -24,11 +24,15 @@ public struct IndexEntry: Sendable, Equatable {
     /// True when the entry was written before an unclean shutdown and its content has not been
     /// verified since: check its SHA-256 before serving it.
     public var needsVerification: Bool
+    /// When it was last validated against its origin, and what its response said about its
+    /// lifetime (``EntryFreshness``). Rows made before freshness was kept count as validated when
+    /// fetched, with no lifetime given.
+    public var freshness: EntryFreshness
 
     public init(
         key: CacheKey, url: String, bytes: Int, sha256: SHA256Digest, format: ImageFormat, width: Int?, height: Int?,
         etag: String?, lastModified: String?, contentType: String?, fetchedAt: Int, lastAccess: Int,
-        hitCount: Int = 0, pinnedUntil: Int? = nil, needsVerification: Bool = false
+        hitCount: Int = 0, pinnedUntil: Int? = nil, needsVerification: Bool = false, freshness: EntryFreshness? = nil
     ) {
         self.key = key
         self.url = url
@@ -45,5 +49,6 @@ public struct IndexEntry: Sendable, Equatable {
         self.hitCount = hitCount
         self.pinnedUntil = pinnedUntil
         self.needsVerification = needsVerification
+        self.freshness = freshness ?? EntryFreshness(validatedAt: fetchedAt)
     }
 }

@@ -1,0 +1,32 @@
+import Testing
+
+@testable import ImgdNetwork
+
+/// The one list of headers a transfer sends: the validators of a revalidation, and nothing a
+/// stored (origin-controlled) value could smuggle in.
+@Suite("Request headers")
+struct RequestHeadersTests {
+    @Test("validators become If-None-Match and If-Modified-Since; none, no headers")
+    func validators() {
+        let both = RequestHeaders(validators: Validators(etag: "\"v1\"", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT"))
+        #expect(both.lines == ["If-None-Match: \"v1\"", "If-Modified-Since: Wed, 21 Oct 2015 07:28:00 GMT"])
+        #expect(RequestHeaders(validators: Validators(etag: nil, lastModified: "x")).lines == ["If-Modified-Since: x"])
+        #expect(RequestHeaders(validators: nil).isEmpty)
+        #expect(CurlHeaderList(both.lines)?.list != nil)
+        let withHost = RequestHeaders(host: ["Authorization: Bearer t"], validators: Validators(etag: "\"v1\"", lastModified: nil))
+        #expect(withHost.lines == ["Authorization: Bearer t", "If-None-Match: \"v1\""])
+    }
+
+    @Test("a value with CR, LF or NUL, an empty one and an over-long one are dropped, never sent")
+    func hostileValues() {
+        var headers = RequestHeaders()
+        headers.add("If-None-Match", "\"a\"\r\nAuthorization: Bearer stolen")
+        headers.add("If-None-Match", "\"a\"\nX: y")
+        headers.add("If-None-Match", "a\u{0}b")
+        headers.add("If-None-Match", "")
+        headers.add("If-None-Match", String(repeating: "a", count: RequestHeaders.maximumValueBytes + 1))
+        #expect(headers.isEmpty)
+        headers.add("If-None-Match", String(repeating: "a", count: RequestHeaders.maximumValueBytes))
+        #expect(headers.lines.count == 1)
+    }
+}
