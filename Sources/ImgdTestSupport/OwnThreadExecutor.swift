@@ -7,7 +7,7 @@ import Foundation
 /// (`#expect(processExitsWith:)`) read the child's back channel and standard streams with
 /// blocking reads in child tasks until the child exits, so on the pool (2 threads here, shared
 /// by every test running at once) one exit test froze the whole run for as long as its child
-/// ran. Under ``offThePool(_:)`` those child tasks inherit this executor and block threads of
+/// ran. Under ``offThePool(isolation:_:)`` those child tasks inherit this executor and block threads of
 /// their own instead. A thread per job is meant for the few jobs of such a call, not for hot
 /// paths: use ``onOwnThread(_:)`` for plain blocking work.
 public final class OwnThreadExecutor: TaskExecutor {

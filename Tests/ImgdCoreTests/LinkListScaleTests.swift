@@ -12,7 +12,7 @@ import Testing
 /// held at once is checked too. A control run reads the same list whole into memory and must
 /// cross the same margin, so the margin is shown to catch an unbounded read.
 ///
-/// Each exit test runs ``offThePool(_:)``: Swift Testing waits for the child's output with
+/// Each exit test runs ``offThePool(isolation:_:)``: Swift Testing waits for the child's output with
 /// blocking reads in tasks of its own, which on the cooperative pool held both of its threads
 /// for as long as the child ran (tens of seconds in a debug build on a loaded machine).
 @Suite("Link lists at scale", .timeLimit(.minutes(5)))
