@@ -11,6 +11,10 @@ import Testing
 /// (`VmHWM`) with its resident set before the read. The reader's own count of the bytes it
 /// held at once is checked too. A control run reads the same list whole into memory and must
 /// cross the same margin, so the margin is shown to catch an unbounded read.
+///
+/// Each exit test runs ``offThePool(isolation:_:)``: Swift Testing waits for the child's output with
+/// blocking reads in tasks of its own, which on the cooperative pool held both of its threads
+/// for as long as the child ran (tens of seconds in a debug build on a loaded machine).
 @Suite("Link lists at scale", .timeLimit(.minutes(5)))
 struct LinkListScaleTests {
     /// Entries in the JSON list, as the daemon's largest expected list.
@@ -151,8 +155,10 @@ struct LinkListScaleTests {
 
     @Test("a JSON list of 1,000,000 URLs is read to the end in bounded memory (resident set)", .disabled(if: Sanitizer.active == .address, Self.quarantine))
     func millionJSON() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            LinkListScaleTests.readInChild(.json, unbounded: false)
+        let result = await offThePool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                LinkListScaleTests.readInChild(.json, unbounded: false)
+            }
         }
         if let result, result.exitStatus != .exitCode(0) {
             Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
@@ -161,8 +167,10 @@ struct LinkListScaleTests {
 
     @Test("a plist of 200,000 URLs is read to the end in bounded memory (resident set)", .disabled(if: Sanitizer.active == .address, Self.quarantine))
     func manyPlist() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            LinkListScaleTests.readInChild(.plist, unbounded: false)
+        let result = await offThePool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                LinkListScaleTests.readInChild(.plist, unbounded: false)
+            }
         }
         if let result, result.exitStatus != .exitCode(0) {
             Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
@@ -171,8 +179,10 @@ struct LinkListScaleTests {
 
     @Test("a text list of 200,000 URLs is read to the end in bounded memory (resident set)", .disabled(if: Sanitizer.active == .address, Self.quarantine))
     func manyText() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            LinkListScaleTests.readInChild(.text, unbounded: false)
+        let result = await offThePool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                LinkListScaleTests.readInChild(.text, unbounded: false)
+            }
         }
         if let result, result.exitStatus != .exitCode(0) {
             Issue.record("\(String(decoding: result.standardErrorContent, as: UTF8.self))")
@@ -181,8 +191,10 @@ struct LinkListScaleTests {
 
     @Test("the margin catches an unbounded read: the JSON list held whole crosses it")
     func unboundedReadCrossesMargin() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            LinkListScaleTests.readInChild(.json, unbounded: true)
+        let result = await offThePool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                LinkListScaleTests.readInChild(.json, unbounded: true)
+            }
         }
         let message = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
         #expect(message.contains("the resident set grew"), "\(message)")
