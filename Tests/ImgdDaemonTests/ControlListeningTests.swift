@@ -26,6 +26,27 @@ struct ControlListeningTests {
         #expect(fileMode(of: folder.socketPath) == nil)
     }
 
+    @Test("the socket is bound under a private name and moved into place with its mode: no moment at the path with the umask's mode, nothing left beside it")
+    func boundThenMoved() async throws {
+        let folder = try ControlTestFolder()
+        let staging = try #require(ControlSocketFile.stagingPath(for: folder.socketPath))
+        let directory = (folder.socketPath as NSString).deletingLastPathComponent
+        #expect((staging as NSString).deletingLastPathComponent == directory)
+        #expect((staging as NSString).lastPathComponent == ".imgd-\(getpid()).bind")
+        // A leftover of a crashed start under the private name does not stop the next one.
+        #expect(FileManager.default.createFile(atPath: staging, contents: Data("x".utf8)))
+        let previous = umask(0o002)
+        defer { umask(previous) }
+        let fixture = try await ControlTestServer.start(at: folder.socketPath)
+        #expect(fileMode(of: folder.socketPath).map { $0 & 0o7777 } == 0o660)
+        #expect(fileMode(of: staging) == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".bind") }.isEmpty)
+        await fixture.stop()
+        // A path too long for a sibling name is bound in place.
+        let long = "/tmp/" + String(repeating: "d", count: 90) + "/s"
+        #expect(ControlSocketFile.stagingPath(for: long) == nil)
+    }
+
     @Test("a stale socket file (nothing listening) is replaced")
     func staleSocket() async throws {
         let folder = try ControlTestFolder()

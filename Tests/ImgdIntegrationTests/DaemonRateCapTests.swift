@@ -50,7 +50,7 @@ struct DaemonRateCapTests {
             try daemon.drop("rate.txt", targets.map(server.url).joined(separator: "\n") + "\n")
             let (done, elapsed) = try #require(await Self.listDuration("rate.txt", events, server), "log:\n\(daemon.log)")
             #expect(done.data["cached"] as? Int == 20, "\(done.data)")
-            #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(6), "20 MB at 4 MB/s took \(elapsed)")
+            #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(6) * Sanitizer.slowdown, "20 MB at 4 MB/s took \(elapsed)")
             for target in targets {
                 #expect(try cachedBytes(scratch, server.url(target)) == TestHTTPServer.body(for: target))
             }
@@ -88,7 +88,7 @@ struct DaemonRateCapTests {
             let after = done.receivedAt - reloadedAt
             #expect(done.data["cached"] as? Int == 10, "\(done.data)")
             // At the old cap the other 6 MB and more would take 6 s.
-            #expect(after < .milliseconds(2500), "the rest took \(after) after the cap was raised")
+            #expect(after < .milliseconds(2500) * Sanitizer.slowdown, "the rest took \(after) after the cap was raised")
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }
     }
@@ -115,7 +115,7 @@ struct DaemonRateCapTests {
             #expect(exempt["source"] as? String == "network", "\(exempt)")
             // 16 MB: at least 15.75 s at the cap; about a second on loopback without it (more on a
             // loaded machine, hence the wide margin).
-            #expect(exemptTook < .seconds(10), "the exempt get took \(exemptTook)")
+            #expect(exemptTook < .seconds(10) * Sanitizer.slowdown, "the exempt get took \(exemptTook)")
 
             try await Self.reload(
                 daemon, scratch, config: "max-rate = \"1MB\"\nmax-rate-applies-to = \"all\"\n", logged: "reloaded: max-rate-applies-to = all")
@@ -125,7 +125,7 @@ struct DaemonRateCapTests {
             #expect(capped["source"] as? String == "network", "\(capped)")
             #expect(cappedTook >= .milliseconds(1500), "the get under max-rate-applies-to = all took only \(cappedTook)")
             // Held back, but first in line for the tokens: about 2 s, not the 10 s of a fifth share.
-            #expect(cappedTook < .seconds(8), "the get under max-rate-applies-to = all took \(cappedTook): not served first")
+            #expect(cappedTook < .seconds(8) * Sanitizer.slowdown, "the get under max-rate-applies-to = all took \(cappedTook): not served first")
             let list = try await daemon.list("bg.txt")
             #expect(list?["state"] as? String == "active", "the list ended before the capped get: it shared nothing. \(String(describing: list))")
             #expect(try await daemon.result(#"{"cmd":"status"}"#)["max_rate_applies_to"] as? String == "all")
@@ -151,7 +151,7 @@ struct DaemonRateCapTests {
         // body of the one connection on one event loop (7.1 s seen with three CPU hogs on the
         // two cores; 5.0 s unloaded). A stream stalled by another's pause would take libcurl's
         // 30 s stall time, or forever.
-        #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(9), "20 MB at 4 MB/s over h2 took \(elapsed)")
+        #expect(elapsed >= .milliseconds(4500) && elapsed <= .seconds(9) * Sanitizer.slowdown, "20 MB at 4 MB/s over h2 took \(elapsed)")
         #expect(server.http2Requests == 20)
         for target in targets {
             #expect(try cachedBytes(scratch, server.url(target)) == TestHTTPServer.body(for: target))

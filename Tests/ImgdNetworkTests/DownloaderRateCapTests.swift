@@ -86,7 +86,7 @@ struct DownloaderRateCapTests {
             let elapsed = ContinuousClock.now - started
             #expect(next.bytes > 1_990_000)
             // 2 MB at 1 MB/s, less the burst: the whole cap, nothing held for the ended transfer.
-            #expect(elapsed > .milliseconds(1600) && elapsed < .milliseconds(3500), "\(elapsed)")
+            #expect(elapsed > .milliseconds(1600) && elapsed < .milliseconds(3500) * Sanitizer.slowdown, "\(elapsed)")
         }
     }
 
@@ -114,7 +114,7 @@ struct DownloaderRateCapTests {
             let got = try await fixture.downloader.fetch(try fixture.url("/img/h2-now.png?bytes=8000000"))
             let getTook = ContinuousClock.now - getStarted
             #expect(got.bytes > 7_990_000)
-            #expect(getTook < .seconds(6), "the exempt get took \(getTook): held behind the paused streams")
+            #expect(getTook < .seconds(6) * Sanitizer.slowdown, "the exempt get took \(getTook): held behind the paused streams")
             #expect(answers.count < 4, "the prefetch finished before the get: the test proves nothing")
             #expect(await eventually(timeout: .seconds(30)) { answers.count == 4 })
             let elapsed = ContinuousClock.now - started
@@ -122,7 +122,7 @@ struct DownloaderRateCapTests {
                 #expect((try? result.get()) != nil, "\(url): \(result)")
             }
             // 4 MB at 500 KB/s, the get's 8 MB not counted: at least 7.75 s (the burst aside).
-            #expect(elapsed > .milliseconds(7600) && elapsed < .seconds(14), "\(elapsed)")
+            #expect(elapsed > .milliseconds(7600) && elapsed < .seconds(14) * Sanitizer.slowdown, "\(elapsed)")
             #expect(fixture.server.http2Requests == 6)
             #expect(fixture.server.connectionsAccepted == 1, "\(fixture.server.connectionsAccepted) connections: not one multiplexed")
         }
@@ -145,8 +145,8 @@ struct DownloaderRateCapTests {
             #expect(await eventually(timeout: .seconds(10)) { answers.count == 1 })
             #expect((try? answers.all.first?.1.get()) != nil, "\(answers.all)")
             // 10 s at the old cap; about 1 s had passed.
-            #expect(ContinuousClock.now - liftedAt < .seconds(3), "\(ContinuousClock.now - liftedAt)")
-            #expect(ContinuousClock.now - started < .seconds(6))
+            #expect(ContinuousClock.now - liftedAt < .seconds(3) * Sanitizer.slowdown, "\(ContinuousClock.now - liftedAt)")
+            #expect(ContinuousClock.now - started < .seconds(6) * Sanitizer.slowdown)
         }
     }
 }

@@ -133,14 +133,18 @@ public actor ControlServer {
         switch address {
         case .path(let path):
             try ControlSocketFile.clearStale(at: path)
+            // Bound under a private name and moved into place once its mode is set: NIO accepts
+            // as soon as it binds, and a socket with the umask's mode would let a client in
+            // before the mode says who may connect (or refuse the group).
+            let staging = ControlSocketFile.stagingPath(for: path)
             let channel: any Channel
             do {
-                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+                channel = try await bootstrap.bind(unixDomainSocketPath: staging ?? path).get()
             } catch {
                 throw .cannotListen(address: path, reason: Self.describe(error))
             }
             do throws(ControlServerError) {
-                return Listener(channel: channel, socketFile: try ControlSocketFile.adopt(path))
+                return Listener(channel: channel, socketFile: try ControlSocketFile.adopt(path, boundAt: staging))
             } catch {
                 try? await channel.close()
                 throw error

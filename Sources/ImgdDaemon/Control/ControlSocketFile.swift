@@ -44,10 +44,31 @@ struct ControlSocketFile: Sendable {
         }
     }
 
-    /// Sets the mode of the socket just bound at `path` and remembers which file it is.
-    static func adopt(_ path: String) throws(ControlServerError) -> ControlSocketFile {
-        guard chmod(path, mode) == 0 else {
-            throw .cannotListen(address: path, reason: "cannot set the socket's mode: \(Self.describe(errno))")
+    /// Where to bind the socket before it gets its mode: a private name beside `path`
+    /// (`.imgd-<pid>.bind`), so that no client can connect while the file still has the mode
+    /// the umask gave it; nil when that name would not fit in a socket address (then the socket
+    /// is bound at `path` itself). A leftover of a crashed start is removed.
+    static func stagingPath(for path: String) -> String? {
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[...$0]) } ?? ""
+        let staging = folder + ".imgd-\(getpid()).bind"
+        guard staging.utf8.count <= UnixSocketAddress.maximumLength else { return nil }
+        unlink(staging)
+        return staging
+    }
+
+    /// Sets the mode of the socket just bound (at `staging`, then moved to `path` with its
+    /// mode set; or at `path`) and remembers which file it is.
+    static func adopt(_ path: String, boundAt staging: String? = nil) throws(ControlServerError) -> ControlSocketFile {
+        guard chmod(staging ?? path, mode) == 0 else {
+            let reason = "cannot set the socket's mode: \(Self.describe(errno))"
+            if let staging { unlink(staging) }
+            throw .cannotListen(address: path, reason: reason)
+        }
+        if let staging, rename(staging, path) != 0 {
+            let reason = "cannot move the socket into place: \(Self.describe(errno))"
+            unlink(staging)
+            throw .cannotListen(address: path, reason: reason)
         }
         var status = stat()
         guard lstat(path, &status) == 0 else {
