@@ -34,6 +34,9 @@ public final class Downloader: Sendable {
     /// The submitter revalidations take turns as, with the lists (one never made by
     /// ``makeSubmitter()``, which counts up from 1).
     private let revalidationSubmitter = SubmitterID(rawValue: UInt64.max)
+    /// The revalidations of due entries not answered yet, bounded by ``DownloadPolicy/maxPendingRevalidations``.
+    private let pendingRevalidations = HeldRequests()
+    private let maxPendingRevalidations: Atomic<Int>
 
     /// Starts a downloader writing into `cache` under `policy`, keying URLs by `keyPolicy`.
     /// `onTierFallback` is told of each request that went to its origin directly because the
@@ -49,6 +52,7 @@ public final class Downloader: Sendable {
         self.policy = policy
         keys = Locked(keyPolicy)
         self.refresh = Locked(refresh)
+        maxPendingRevalidations = Atomic(policy.maxPendingRevalidations)
         engine = try TransferEngine(policy: policy, cache: cache, onTierFallback: onTierFallback)
         engine.start()
     }
@@ -83,14 +87,18 @@ public final class Downloader: Sendable {
 
     /// Queues a revalidation of `entry` (found under `request`'s key) when it is due under
     /// `request`'s rule or the downloader's: a conditional request at prefetch priority, whose
-    /// outcome goes to the observer. Returns whether it was due. Cheap: no I/O.
+    /// outcome goes to the observer. Returns whether one was queued: not when the entry is not
+    /// due, nor when ``DownloadPolicy/maxPendingRevalidations`` are pending already (the entry
+    /// stays due, for a later use). Cheap: no I/O.
     @discardableResult
     public func revalidateIfDue(_ request: ImageRequest, entry: IndexEntry) -> Bool {
         let policy = refresh.withLock { $0 }
         guard policy.isDue(entry.freshness, override: request.refresh, now: WallClock.nowMilliseconds()) else { return false }
+        let cap = HeldRequestLimit(requests: maxPendingRevalidations.load(ordering: .relaxed), bytes: .max)
+        guard pendingRevalidations.take(1, bytes: HeldRequests.bytes(of: request.url), limit: cap) else { return false }
         let observer = revalidationObserver.withLock { $0 }
         let token = FetchToken(
-            request: request, priority: .prefetch, submitter: revalidationSubmitter,
+            request: request, priority: .prefetch, submitter: revalidationSubmitter, held: pendingRevalidations,
             handler: { url, result in observer?(url, result) },
             validators: Validators(etag: entry.etag, lastModified: entry.lastModified))
         if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
@@ -277,6 +285,7 @@ public final class Downloader: Sendable {
     /// old one; new ones start only while under the new caps, and follow its other limits.
     public func update(policy: DownloadPolicy) {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
+        maxPendingRevalidations.store(policy.maxPendingRevalidations, ordering: .relaxed)
         engine.send(.updatePolicy(policy))
     }
 

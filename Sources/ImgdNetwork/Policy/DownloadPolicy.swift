@@ -47,6 +47,11 @@ public struct DownloadPolicy: Sendable, Equatable {
     /// How long a list's transfer may hold a slot beyond its fair share while another list
     /// waits, before it is preempted: put back at the front of its list, not failed (default 10 s).
     public var fairShareGrace: Duration = .seconds(10)
+    /// Revalidations of due entries queued or running at once (default 10,000): past it, a due
+    /// entry is served without one, and is revalidated at a later use. Clients decide which
+    /// entries are used, so this queue needs its own bound (`max-queued` counts only requests
+    /// a client waits for or added).
+    public var maxPendingRevalidations = 10_000
     /// Per-host caps, headers and request rates (none by default).
     public var hosts = HostRules.none
     /// Bytes a second received over every transfer the cap applies to (``maxRateAppliesTo``),
