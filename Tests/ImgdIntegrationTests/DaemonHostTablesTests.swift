@@ -189,10 +189,3 @@ struct DaemonHostTablesTests {
         }
     }
 }
-
-fileprivate extension DaemonProcess {
-    /// Kills the daemon if a test ends (or fails) while it still runs.
-    func killIfRunning() {
-        if isRunning { kill(pid, SIGKILL) }
-    }
-}

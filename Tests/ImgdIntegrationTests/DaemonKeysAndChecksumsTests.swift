@@ -234,10 +234,3 @@ struct DaemonKeysAndChecksumsTests {
         }
     }
 }
-
-fileprivate extension DaemonProcess {
-    /// Kills the daemon if a test ends (or fails) while it still runs.
-    func killIfRunning() {
-        if isRunning { kill(pid, SIGKILL) }
-    }
-}

@@ -867,10 +867,3 @@ private final class ServiceProcess: Sendable {
         await process.exited(within: timeout) ?? 128 + SIGKILL
     }
 }
-
-fileprivate extension DaemonProcess {
-    /// Kills the daemon if a test ends (or fails) while it still runs.
-    func killIfRunning() {
-        if isRunning { kill(pid, SIGKILL) }
-    }
-}

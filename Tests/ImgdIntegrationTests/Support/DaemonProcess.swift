@@ -50,6 +50,11 @@ final class DaemonProcess: Sendable {
     var pid: Int32 { process.pid }
     var isRunning: Bool { process.isRunning }
 
+    /// Kills the daemon if a test ends (or fails) while it still runs.
+    func killIfRunning() {
+        if isRunning { kill(pid, SIGKILL) }
+    }
+
     /// Everything imgd logged so far.
     var log: String { (try? String(contentsOfFile: folder + "/imgd.log", encoding: .utf8)) ?? "" }
 
