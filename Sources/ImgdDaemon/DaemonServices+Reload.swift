@@ -24,13 +24,16 @@ extension DaemonServices {
         // daemon's handler: each part's logger takes it at once.
         var logger = logger
         logger.logLevel = applied.logLevel
-        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         downloader.update(policy: applied.downloadPolicy)
         downloader.update(keyPolicy: applied.keyPolicy)
         downloader.update(refresh: applied.refreshPolicy)
+        await spool.update(limits: applied.spoolLimits)
+        // Once every part has the new values: whoever reads "reloaded: refresh = 1d" and then
+        // asks for an image gets the new rule, not the old one.
+        for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
         // A raised max-parallel may need more descriptors than the start checked for.
         let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
         if budget.needed > limit {
@@ -40,7 +43,6 @@ extension DaemonServices {
                 "too many open files"; lower max-parallel or raise the limit
                 """)
         }
-        await spool.update(limits: applied.spoolLimits)
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it
