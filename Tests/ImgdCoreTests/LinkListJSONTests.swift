@@ -1,9 +1,10 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdCore
 
-@Suite("Link lists in JSON")
+@Suite("Link lists in JSON", .offThePool)
 struct LinkListJSONTests {
     private func read(_ text: String, chunkSize: Int = LinkListReader.chunkSize) throws -> LinkListFixture.Outcome {
         try LinkListFixture.read(text, fileExtension: "json", chunkSize: chunkSize)
@@ -245,6 +246,29 @@ struct LinkListJSONTests {
         #expect(reasons[6] == "ok")
         #expect(outcome.entries[0].text == "https://a.example/1.png")
         #expect(outcome.entries.map(\.line) == [1, 2, 3, 4, 5, 6, 7])
+    }
+
+    @Test("an item's key of 1,024 bytes is taken; one byte more spoils that item only, naming the bound, and the next is read")
+    func keyLengthBound() throws {
+        let limit = LinkListItemOptions.maximumValueBytes
+        #expect(limit == 1024)
+        let atLimit = String(repeating: "k", count: limit), over = String(repeating: "k", count: limit + 1)
+        let json = """
+            [{"url": "https://a.example/1.png", "key": "\(atLimit)"},
+             {"url": "https://a.example/2.png", "key": "\(over)"},
+             {"url": "https://a.example/3.png", "key": "k3"}]
+            """
+        let outcome = try read(json)
+        #expect(outcome.error == nil)
+        #expect(outcome.entries.count == 3)
+        #expect(outcome.entries[0].options.key == atLimit)
+        guard case .failure(.malformed(_, let reason)) = outcome.entries[1].url else {
+            Issue.record("a key of \(limit + 1) bytes was taken: \(outcome.entries[1])")
+            return
+        }
+        #expect(reason == "bad key: longer than 1024 bytes", "\(reason)")
+        #expect(outcome.entries[2].options.key == "k3")
+        #expect(try outcome.entries[2].url.get().normalized == "https://a.example/3.png")
     }
 
     @Test("broken syntax inside an object item is a malformed list after the items before it")

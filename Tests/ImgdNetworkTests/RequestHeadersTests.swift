@@ -1,10 +1,11 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
 /// The one list of headers a transfer sends: the validators of a revalidation, and nothing a
 /// stored (origin-controlled) value could smuggle in.
-@Suite("Request headers")
+@Suite("Request headers", .offThePool)
 struct RequestHeadersTests {
     @Test("validators become If-None-Match and If-Modified-Since; none, no headers")
     func validators() {
@@ -28,5 +29,22 @@ struct RequestHeadersTests {
         #expect(headers.isEmpty)
         headers.add("If-None-Match", String(repeating: "a", count: RequestHeaders.maximumValueBytes))
         #expect(headers.lines.count == 1)
+    }
+
+    @Test("a configured header value of 8 KiB is taken; one byte more is refused naming the header and the bound, never the value")
+    func configuredValueBound() throws {
+        #expect(RequestHeader.maximumValueBytes == 8192)
+        let atLimit = String(repeating: "t", count: RequestHeader.maximumValueBytes)
+        let header = try RequestHeader(name: "Authorization", value: atLimit)
+        #expect(header.line == "Authorization: " + atLimit)
+        let secret = "s3cr3t" + String(repeating: "t", count: RequestHeader.maximumValueBytes - 5)
+        #expect(throws: RequestHeaderError(name: "Authorization", reason: "has a value longer than 8192 bytes")) {
+            try RequestHeader(name: "Authorization", value: secret)
+        }
+        do {
+            _ = try RequestHeader(name: "Authorization", value: secret)
+        } catch {
+            #expect(!"\(error)".contains("s3cr3t"), "\(error)")
+        }
     }
 }
