@@ -1,11 +1,12 @@
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
 /// The transport against a scripted server: exact request lines, ids, events between replies,
 /// lines split over writes, errors and closed connections.
-@Suite("Control client", .timeLimit(.minutes(5)))
+@Suite("Control client", .timeLimit(.minutes(5)), .offThePool)
 struct ControlClientTests {
     typealias Server = ScriptedControlServer
 

@@ -1,11 +1,12 @@
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
 /// What `imgctl` prints for people never carries a control character from the daemon's text:
 /// names, URLs and messages are written by whoever drops a list or talks to the socket.
-@Suite("Escaped output")
+@Suite("Escaped output", .offThePool)
 struct EscapedOutputTests {
     /// No C0 control but the line's own layout, no DEL, no C1.
     static func isClean(_ text: String) -> Bool {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
@@ -9,7 +10,7 @@ import Glibc
 #endif
 
 /// Exit statuses: usage 2 (not swift-argument-parser's 64), daemon error 1, unreachable 3, help 0.
-@Suite("Exit statuses", .timeLimit(.minutes(5)))
+@Suite("Exit statuses", .timeLimit(.minutes(5)), .offThePool)
 struct ExitStatusTests {
     /// The error parseAsRoot throws for `arguments`, or the one the parsed command throws when
     /// it is not one of ours (`--help` parses into swift-argument-parser's own help command,

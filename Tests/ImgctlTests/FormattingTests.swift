@@ -1,9 +1,10 @@
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
-@Suite("Formatting")
+@Suite("Formatting", .offThePool)
 struct FormattingTests {
     @Test("sizes in binary units")
     func sizes() {

@@ -1,11 +1,12 @@
 import Foundation
 import ImgdCore
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
-@Suite("get", .timeLimit(.minutes(5)))
+@Suite("get", .timeLimit(.minutes(5)), .offThePool)
 struct GetCommandTests {
     typealias Server = ScriptedControlServer
 

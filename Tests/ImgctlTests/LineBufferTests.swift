@@ -1,8 +1,9 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
-@Suite("Line buffer")
+@Suite("Line buffer", .offThePool)
 struct LineBufferTests {
     func append(_ buffer: inout LineBuffer, _ text: String) {
         Array(text.utf8).withUnsafeBytes { buffer.append($0) }

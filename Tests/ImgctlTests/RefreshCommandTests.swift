@@ -1,10 +1,11 @@
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
 /// `imgctl refresh` against a scripted server answering with the recorded `refresh` reply.
-@Suite("imgctl refresh", .timeLimit(.minutes(5)))
+@Suite("imgctl refresh", .timeLimit(.minutes(5)), .offThePool)
 struct RefreshCommandTests {
     typealias Server = ScriptedControlServer
 

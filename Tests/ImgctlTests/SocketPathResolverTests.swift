@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Socket path resolution and unreachable daemons")
+@Suite("Socket path resolution and unreachable daemons", .offThePool)
 struct SocketPathResolverTests {
     @Test("order: --socket, IMGD_SOCKET, ./imgd-data/imgd.sock if present, /run/imgd/imgd.sock")
     func order() {

@@ -1,8 +1,9 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
-@Suite("Spool names")
+@Suite("Spool names", .offThePool)
 struct SpoolWriterTests {
     @Test("names the daemon would skip are made acceptable")
     func spoolNames() {

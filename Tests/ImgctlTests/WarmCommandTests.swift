@@ -1,11 +1,12 @@
 import ImgdCore
 import Foundation
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
 @testable import ImgctlCLI
 
-@Suite("warm", .timeLimit(.minutes(5)))
+@Suite("warm", .timeLimit(.minutes(5)), .offThePool)
 struct WarmCommandTests {
     typealias Server = ScriptedControlServer
 

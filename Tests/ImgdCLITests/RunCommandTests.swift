@@ -1,11 +1,12 @@
 import ArgumentParser
+import ImgdTestSupport
 @testable import ImgdCLI
 import ImgdDaemon
 import Testing
 
 /// `imgd run`'s options are the settings table's: one each, named as the setting, with the
 /// help and default the table declares, and every flag given reaches the setting of its name.
-@Suite("imgd run: its options are the declared settings")
+@Suite("imgd run: its options are the declared settings", .offThePool)
 struct RunCommandTests {
     /// `text` with every run of spaces and line breaks as one space (help is wrapped).
     static func collapsed(_ text: String) -> String {

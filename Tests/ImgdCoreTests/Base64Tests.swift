@@ -1,8 +1,9 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
-@Suite("Base64")
+@Suite("Base64", .offThePool)
 struct Base64Tests {
     @Test("RFC 4648's test vectors, with padding")
     func vectors() {

@@ -1,8 +1,9 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdCore
 
-@Suite("Cache keys that leave out signatures (key-ignore-query)")
+@Suite("Cache keys that leave out signatures (key-ignore-query)", .offThePool)
 struct CacheKeyPolicyTests {
     private let s3 = CacheKeyPolicy(rules: [
         .init(hosts: try! HostPattern("*.s3.amazonaws.com"), ignoredQuery: ["X-Amz-*", "Expires", "Signature", "Key-Pair-Id"].map { try! QueryNamePattern($0) }),

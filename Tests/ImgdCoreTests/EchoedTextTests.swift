@@ -1,7 +1,8 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
-@Suite("Echoed text")
+@Suite("Echoed text", .offThePool)
 struct EchoedTextTests {
     @Test("a forged journald line stays on one line, its priority prefix inert")
     func forgedJournalLine() {

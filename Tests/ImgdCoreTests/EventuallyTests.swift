@@ -3,7 +3,7 @@ import ImgdCore
 import ImgdTestSupport
 import Testing
 
-@Suite("eventually: the test suite's poll with a deadline")
+@Suite("eventually: the test suite's poll with a deadline", .offThePool)
 struct EventuallyTests {
     @Test("a condition that comes true is seen; one that never does is given up within twice the timeout")
     func deadline() async {

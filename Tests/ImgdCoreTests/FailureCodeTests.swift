@@ -1,8 +1,9 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
-@Suite("Failure codes")
+@Suite("Failure codes", .offThePool)
 struct FailureCodeTests {
     /// Protocol.md, read from the package's root.
     static let protocolDocument = URL(fileURLWithPath: #filePath)

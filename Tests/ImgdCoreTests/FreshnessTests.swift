@@ -1,9 +1,10 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 /// The freshness rules: what a response's headers make of its lifetime, and when an entry is
 /// due for revalidation under each `refresh` rule.
-@Suite("Freshness: response headers and due rules")
+@Suite("Freshness: response headers and due rules", .offThePool)
 struct FreshnessTests {
     /// 2026-01-01 00:00:00 UTC, in milliseconds.
     static let t0 = 1_767_225_600_000

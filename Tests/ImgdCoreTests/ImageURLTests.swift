@@ -1,7 +1,8 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
-@Suite("URLs and cache keys")
+@Suite("URLs and cache keys", .offThePool)
 struct ImageURLTests {
     @Test(
         "normalisation lower-cases scheme and host, drops default port and fragment, keeps path and query",

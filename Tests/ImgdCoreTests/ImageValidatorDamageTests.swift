@@ -8,7 +8,7 @@ import ImgdTestSupport
 /// Images as the real world has them: bit flips (`corrupt`), bodies cut inside pixel data
 /// (`truncated`), decompression bombs (`too_large` whatever else is wrong), and odd but valid
 /// files (bytes after IEND, BigTIFF, cursors, a BMP whose size field lies).
-@Suite struct ImageValidatorDamageTests {
+@Suite(.offThePool) struct ImageValidatorDamageTests {
     /// Every prefix of `bytes` from `from` bytes on, one short of whole, must be refused as truncated.
     private func expectEveryCutTruncated(
         _ bytes: [UInt8], from: Int, _ label: String = "", sourceLocation: SourceLocation = #_sourceLocation
@@ -385,7 +385,7 @@ import ImgdTestSupport
 /// A body spilled to a file is validated by the size the download wrote; a file that holds
 /// less (a short write, a file cut under the reader) is truncated for every format, even one
 /// whose own size field matches the expected size and is never compared with the file.
-@Suite struct ShortFileValidationTests {
+@Suite(.offThePool) struct ShortFileValidationTests {
     @Test func aFileShorterThanItsCountIsTruncatedInEveryFormat() throws {
         let scratch = try ScratchFile()
         let descriptor = scratch.descriptor

@@ -342,7 +342,7 @@ final class CountingByteSource: ImageByteSource {
 
 // MARK: - Tests
 
-@Suite struct ImageValidatorTests {
+@Suite(.offThePool) struct ImageValidatorTests {
     // MARK: PNG
 
     @Test func pngGivesItsSize() {
@@ -788,7 +788,7 @@ final class CountingByteSource: ImageByteSource {
 /// A sniffed verdict on a prefix is the verdict on the whole body: an `ftyp` box whose AVIF
 /// brand comes after its first 32 bytes is not refused early (a download would have been
 /// stopped as "not an image"), and brands past the window do not count in any prefix.
-@Suite struct ISOBMFFSniffWindowTests {
+@Suite(.offThePool) struct ISOBMFFSniffWindowTests {
     /// An ftyp box of `brands` compatible brands, the last one `last`.
     static func ftyp(major: String, filler: Int, last: String) -> [UInt8] {
         let brands = Array(repeating: "isom", count: filler) + [last]

@@ -1,9 +1,10 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdCore
 
-@Suite("Link list formats and opening")
+@Suite("Link list formats and opening", .offThePool)
 struct LinkListFormatTests {
     @Test(
         "the format follows the file name's extension; anything else is text",

@@ -1,9 +1,10 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdCore
 
-@Suite("Link lists as XML property lists")
+@Suite("Link lists as XML property lists", .offThePool)
 struct LinkListPlistTests {
     private func read(_ text: String, chunkSize: Int = LinkListReader.chunkSize) throws -> LinkListFixture.Outcome {
         try LinkListFixture.read(text, fileExtension: "plist", chunkSize: chunkSize)

@@ -1,9 +1,10 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Synchronization
 import Testing
 
-@Suite("Link lists")
+@Suite("Link lists", .offThePool)
 struct LinkListReaderTests {
     private func entries(of text: [UInt8]) throws -> [LinkListEntry] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path

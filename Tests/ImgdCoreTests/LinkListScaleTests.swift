@@ -17,7 +17,7 @@ import Testing
 /// for as long as the child ran (tens of seconds in a debug build on a loaded machine).
 /// Serialized: each child is a debug build parsing up to a million lines at full speed; four at
 /// once on 2 cores starved the rest of the suite (connection-close deadlines of 30 s missed in CI).
-@Suite("Link lists at scale", .serialized, .timeLimit(.minutes(5)))
+@Suite("Link lists at scale", .serialized, .timeLimit(.minutes(5)), .offThePool)
 struct LinkListScaleTests {
     /// Entries in the JSON list, as the daemon's largest expected list.
     static let count = 1_000_000

@@ -1,9 +1,10 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdCore
 
-@Suite("Link lists as text: the pin header, read sizes, memory")
+@Suite("Link lists as text: the pin header, read sizes, memory", .offThePool)
 struct LinkListTextTests {
     private func read(_ text: String, chunkSize: Int = LinkListReader.chunkSize) throws -> LinkListFixture.Outcome {
         try LinkListFixture.read(text, fileExtension: "txt", chunkSize: chunkSize)

@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Promise: a value set once, from any thread, awaited by any number of tasks", .timeLimit(.minutes(2)))
+@Suite("Promise: a value set once, from any thread, awaited by any number of tasks", .timeLimit(.minutes(2)), .offThePool)
 struct PromiseTests {
     @Test("set before anyone waits: both kinds of wait return it at once, and so does current")
     func fulfilledBeforeWaiting() async throws {

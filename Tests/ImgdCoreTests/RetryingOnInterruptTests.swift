@@ -1,11 +1,12 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("Retrying interrupted system calls")
+@Suite("Retrying interrupted system calls", .offThePool)
 struct RetryingOnInterruptTests {
     @Test("a call failing with EINTR is made again until it answers")
     func retriesInterrupts() {

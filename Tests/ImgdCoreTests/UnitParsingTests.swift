@@ -1,7 +1,8 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
-@Suite("Sizes and durations")
+@Suite("Sizes and durations", .offThePool)
 struct UnitParsingTests {
     static let goodSizes: [(String, Int)] = [
             ("12345", 12345),

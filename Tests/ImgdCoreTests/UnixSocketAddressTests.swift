@@ -1,12 +1,13 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("Unix socket addresses")
+@Suite("Unix socket addresses", .offThePool)
 struct UnixSocketAddressTests {
     /// A fresh folder for socket files, short enough that its paths fit an address.
     static func makeFolder() throws -> String {

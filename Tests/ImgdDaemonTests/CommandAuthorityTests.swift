@@ -1,10 +1,11 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import Testing
 
 /// Who may run the destructive commands (``CommandAuthority``), and the `admin-group` setting
 /// it reads. The daemon-level behaviour, with a real second uid, is in PeerAccessTests.
-@Suite("Command authority: root, the daemon's user and admin-group members; nobody else")
+@Suite("Command authority: root, the daemon's user and admin-group members; nobody else", .offThePool)
 struct CommandAuthorityTests {
     static let admin = AdminGroup(name: "imgd-admin", gid: 1500)
     static let authority = CommandAuthority(adminGroup: admin, daemonUID: 990)

@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdNetwork
 import Logging
@@ -8,7 +9,7 @@ import Testing
 /// What SIGHUP does with each setting, through ``ConfigReload``, which the daemon's reload
 /// logs and then runs on: a reloadable setting's new value is logged and in effect; any other
 /// is logged as needing a restart and the running value stays in effect.
-@Suite("Configuration: a reload applies exactly the reloadable settings and logs the rest")
+@Suite("Configuration: a reload applies exactly the reloadable settings and logs the rest", .offThePool)
 struct ConfigReloadTests {
     /// One setting changed from its default: the value in the file, and whether that value is
     /// what the daemon runs on (through what the services are given: policy, upkeep, fields).

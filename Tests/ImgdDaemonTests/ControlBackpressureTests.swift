@@ -8,7 +8,7 @@ import Testing
 /// Replies larger than half the output limit (as `get` with `data: true` gives, up to
 /// `max-data-bytes`): a connection's queued output passes its limit by one reply at most, a
 /// client that reads late still gets every reply, and one that never reads is let go.
-@Suite("Control socket: backpressure on replies", .timeLimit(.minutes(5)))
+@Suite("Control socket: backpressure on replies", .timeLimit(.minutes(5)), .offThePool)
 struct ControlBackpressureTests {
     /// A 512 KiB output limit rather than the default 4 MiB: the same rules at an eighth of the
     /// cost (replies are encoded on the event loops the rest of the suite shares, on 2 cores).
@@ -111,7 +111,7 @@ struct ControlBackpressureTests {
 /// Replies decided when their line was read (`too_many_requests` past the pending limit) pile
 /// up behind a slow request until they reach the backpressure mark: a client that reads must
 /// still get them all and not be taken for a slow reader.
-@Suite("Control socket: backpressure on held replies", .timeLimit(.minutes(5)))
+@Suite("Control socket: backpressure on held replies", .timeLimit(.minutes(5)), .offThePool)
 struct ControlHeldReplyTests {
     /// A 1 MiB output limit: the mark (512 KiB) is reached by ~5,000 `too_many_requests`
     /// replies. Not less: the lines of one read (up to 64 KiB, ~3,000 of these) are all answered

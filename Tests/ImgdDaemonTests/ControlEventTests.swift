@@ -5,7 +5,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: subscriptions and events", .timeLimit(.minutes(5)))
+@Suite("Control socket: subscriptions and events", .timeLimit(.minutes(5)), .offThePool)
 struct ControlEventTests {
     @Test("subscribe to some events: only those arrive, numbered over all events, in order")
     func subscribeToSome() async throws {

@@ -11,7 +11,7 @@ import Glibc
 /// The per-uid cap and the reserve of the control server, from one uid (this process): the
 /// exact `busy` lines, and that a closed connection frees its place. With a second uid, against
 /// the real daemon: SocketFairnessTests.
-@Suite("Control socket: the per-uid cap and the reserve", .timeLimit(.minutes(5)))
+@Suite("Control socket: the per-uid cap and the reserve", .timeLimit(.minutes(5)), .offThePool)
 struct ControlFairnessTests {
     /// `count` connections that each had a ping answered.
     private func served(_ fixture: ControlTestServer, _ count: Int) async throws -> [ControlTestClient] {

@@ -1,10 +1,11 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdProtocol
 import NIOCore
 import Testing
 
-@Suite("Control socket: JSON values")
+@Suite("Control socket: JSON values", .offThePool)
 struct ControlJSONTests {
     @Test(
         "values are written back as compact JSON with sorted keys and unescaped slashes",

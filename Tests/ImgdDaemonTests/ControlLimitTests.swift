@@ -5,7 +5,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: limits", .timeLimit(.minutes(5)))
+@Suite("Control socket: limits", .timeLimit(.minutes(5)), .offThePool)
 struct ControlLimitTests {
     @Test("a line of exactly 1 MiB is served; one byte more gets line_too_long")
     func lineLimitBoundary() async throws {

@@ -7,7 +7,7 @@ import NIOCore
 import Synchronization
 import Testing
 
-@Suite("Control socket: the socket file, inherited sockets, stopping", .timeLimit(.minutes(5)))
+@Suite("Control socket: the socket file, inherited sockets, stopping", .timeLimit(.minutes(5)), .offThePool)
 struct ControlListeningTests {
     private func fileMode(of path: String) -> mode_t? {
         var status = stat()

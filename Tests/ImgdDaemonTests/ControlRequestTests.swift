@@ -1,8 +1,9 @@
 import ImgdDaemon
 import ImgdProtocol
+import ImgdTestSupport
 import Testing
 
-@Suite("Control socket: requests' arguments and errors", .timeLimit(.minutes(5)))
+@Suite("Control socket: requests' arguments and errors", .timeLimit(.minutes(5)), .offThePool)
 struct ControlRequestTests {
     private func request(_ arguments: [String: JSONValue]) -> ControlRequest {
         ControlRequest(id: 1, command: "test", arguments: arguments)

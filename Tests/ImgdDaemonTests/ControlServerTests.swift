@@ -5,7 +5,7 @@ import ImgdTestSupport
 import NIOCore
 import Testing
 
-@Suite("Control socket: requests and replies", .timeLimit(.minutes(5)))
+@Suite("Control socket: requests and replies", .timeLimit(.minutes(5)), .offThePool)
 struct ControlServerTests {
     @Test("ping: one request, one exact reply line")
     func ping() async throws {

@@ -144,31 +144,45 @@ struct ControlTestFolder: ~Copyable {
 }
 
 /// A started server with its handler, hub and log.
+///
+/// The server and the clients it connects run on event loops of their own (``loops``), not on
+/// NIO's shared singleton: some of these tests keep their loops busy on purpose (a 10 MiB line
+/// scanned for its newline, 10,000 pipelined replies, 1,000 connections), and on shared loops
+/// every other control test's reads, writes and closes waited behind them.
 struct ControlTestServer {
     let server: ControlServer
     let path: String
     let gate: ControlTestGate
     let events: EventHub
     let log: ControlTestLog
+    let loops: MultiThreadedEventLoopGroup
 
     static func start(at path: String, limits: ControlLimits = ControlLimits()) async throws -> ControlTestServer {
         let gate = ControlTestGate()
         let events = EventHub()
         let log = ControlTestLog()
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let server = ControlServer(
             listening: .path(path), limits: limits, handler: ControlTestHandler(gate: gate), events: events,
-            logger: .forwarding { log.append($0) })
-        try await server.start()
-        return ControlTestServer(server: server, path: path, gate: gate, events: events, log: log)
+            logger: .forwarding { log.append($0) }, group: loops)
+        do {
+            try await server.start()
+        } catch {
+            try? await loops.shutdownGracefully()
+            throw error
+        }
+        return ControlTestServer(server: server, path: path, gate: gate, events: events, log: log, loops: loops)
     }
 
     func connect(reading: Bool = true) async throws -> ControlTestClient {
-        try await ControlTestClient.connect(to: path, reading: reading)
+        try await ControlTestClient.connect(to: path, reading: reading, group: loops)
     }
 
+    /// Stops the server, then its loops (closing any client still connected).
     func stop() async {
         gate.open()
         await server.stop()
+        try? await loops.shutdownGracefully()
     }
 }
 
@@ -190,10 +204,13 @@ final class ControlTestClient: Sendable {
         self.inbox = inbox
     }
 
-    /// Connects to `path`; with `reading: false` the client reads nothing until ``startReading()``.
-    static func connect(to path: String, reading: Bool = true) async throws -> ControlTestClient {
+    /// Connects to `path` on `group`; with `reading: false` the client reads nothing until
+    /// ``startReading()``.
+    static func connect(
+        to path: String, reading: Bool = true, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> ControlTestClient {
         let inbox = ControlTestInbox()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ClientBootstrap(group: group)
             .channelOption(.autoRead, value: reading)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -15,7 +15,7 @@ import Glibc
 /// in this process on a scratch folder (``DaemonServices/start(config:options:log:)``), fetching
 /// from the real test HTTP server: the shape of each command's reply, and the error code of each
 /// kind of bad argument. The socket in front of it has tests of its own (`Control*Tests`).
-@Suite("Command handler: each command's reply, and its error codes", .timeLimit(.minutes(5)))
+@Suite("Command handler: each command's reply, and its error codes", .timeLimit(.minutes(5)), .offThePool)
 struct DaemonCommandHandlerTests {
     /// The services, a handler attached to them, and the server they fetch from.
     struct Fixture {

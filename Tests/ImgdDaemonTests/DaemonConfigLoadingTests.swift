@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdNetwork
 import ImgdStore
@@ -13,7 +14,7 @@ import Glibc
 /// setting has when nothing is given, each kind of setting from the file and from a flag, the
 /// order of the layers, the bounds of each setting, values of the wrong kind, unknown keys, and
 /// files that cannot be used. Real files in a scratch folder.
-@Suite("Configuration: defaults, every kind of setting from the file and from flags, bounds and refusals")
+@Suite("Configuration: defaults, every kind of setting from the file and from flags, bounds and refusals", .offThePool)
 struct DaemonConfigLoadingTests {
     static func load(_ text: String = "", flags: [(key: String, value: String)] = []) throws(ConfigError) -> DaemonConfig {
         try DaemonConfig.load(environment: [:], file: DaemonConfigTests.scratchFile("imgd.toml", text), flags: flags)

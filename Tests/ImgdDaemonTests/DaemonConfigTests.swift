@@ -1,11 +1,12 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdNetwork
 import Testing
 
 /// The settings themselves: loaded from a TOML file and flags, with file and line for what
 /// cannot be used; `ca-file`, `deny` and `deny-defaults`.
-@Suite("Configuration: settings from the file and flags")
+@Suite("Configuration: settings from the file and flags", .offThePool)
 struct DaemonConfigTests {
     static func scratchFile(_ name: String, _ text: String) -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-config-\(UUID().uuidString)").path

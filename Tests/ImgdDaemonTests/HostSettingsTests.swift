@@ -1,10 +1,11 @@
 import ImgdCore
 import ImgdNetwork
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdDaemon
 
-@Suite("Host tables: rates, merging, and what a reload shows")
+@Suite("Host tables: rates, merging, and what a reload shows", .offThePool)
 struct HostSettingsTests {
     @Test("rates per second, minute and hour become the interval between requests; nonsense is refused")
     func rates() throws {

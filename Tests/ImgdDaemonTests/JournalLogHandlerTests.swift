@@ -1,11 +1,12 @@
 import Foundation
+import ImgdTestSupport
 import Logging
 import Testing
 
 @testable import ImgdDaemon
 
 /// The daemon's log is the sink for every message: whatever a message quotes, it is one line.
-@Suite("Daemon log", .timeLimit(.minutes(5)))
+@Suite("Daemon log", .timeLimit(.minutes(5)), .offThePool)
 struct JournalLogHandlerTests {
     /// What `log` wrote to a pipe, as text.
     private func written(journal: Bool, _ body: (Logger) -> Void) throws -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdStore
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// List ids are never reused: an abandoned claim's id stays with its URL rows until the pruner
 /// has deleted them, and a list claimed meanwhile must not share it (the pruner would delete its
 /// rows, and the list would stay active with nothing left to fetch).
-@Suite("List store: list ids are never reused")
+@Suite("List store: list ids are never reused", .offThePool)
 struct ListStoreIDTests {
     private static func lines(_ count: Int, from first: Int = 1) -> [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?)] {
         (first..<(first + count)).map { ($0, $0, "http://127.0.0.1/img/\($0).png", nil) }

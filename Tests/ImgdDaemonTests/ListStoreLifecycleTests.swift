@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdStore
 import Testing
@@ -7,7 +8,7 @@ import Testing
 /// file in a scratch folder: a claim, its lines, progress in batches, cancellation, the finish,
 /// a retry, retirement and pruning; then the same database opened again after a clean close and
 /// after a process that died with its last commits only in the WAL.
-@Suite("List store: a list's life, reopened after a close and after a crash")
+@Suite("List store: a list's life, reopened after a close and after a crash", .offThePool)
 struct ListStoreLifecycleTests {
     typealias Line = (seq: Int, line: Int, url: String, failure: (code: String, message: String)?)
 

@@ -1,11 +1,12 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdStore
 import Testing
 
 /// The owner of each list (the uid that owned its file when it was claimed), which decides who
 /// may `cancel` it: recorded at claim, and NULL for lists of a database made before the column.
-@Suite("List store: each list's owner uid")
+@Suite("List store: each list's owner uid", .offThePool)
 struct ListStoreOwnerTests {
     static func scratch() throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-owner-\(UUID().uuidString)").path

@@ -1,10 +1,11 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import ImgdStore
 import Testing
 
 /// `retry` looks a list up, then requeues its failures; the pruner may retire it in between.
-@Suite("List store: requeueing a retired list")
+@Suite("List store: requeueing a retired list", .offThePool)
 struct ListStoreRequeueTests {
     @Test("requeueFailures of a list retired since it was looked up answers nil and touches nothing; of a kept one, how many")
     func retiredListNotRequeued() throws {

@@ -7,7 +7,7 @@ import ImgdMemoryPressure
 import ImgdTestSupport
 import Testing
 
-@Suite("Memory pressure service", .timeLimit(.minutes(5)))
+@Suite("Memory pressure service", .timeLimit(.minutes(5)), .offThePool)
 struct MemoryPressureServiceTests {
     @Test("a FIFO as MEMORY_PRESSURE_WATCH: one write empties the memory tier before the event is reported, and moves the counters")
     func fifoPurgesTheTier() async throws {

@@ -1,11 +1,12 @@
 import Foundation
+import ImgdTestSupport
 @testable import ImgdDaemon
 import Testing
 
 /// The settings table is the one source of the settings' names, defaults and reloadability:
 /// the defaults it derives are the values the daemon had, and README's table of settings is
 /// the one it generates.
-@Suite("Configuration: each setting declared once, README's table from the declarations")
+@Suite("Configuration: each setting declared once, README's table from the declarations", .offThePool)
 struct SettingDeclarationTests {
     /// Each setting's default as a flag spells it, as `imgd` has always had them: a default
     /// moved to the type that uses it keeps its value.

@@ -1,9 +1,10 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdDaemon
 
 /// Names in the spool are bytes; the files the spool makes from them fit NAME_MAX.
-@Suite("Spool entry names")
+@Suite("Spool entry names", .offThePool)
 struct SpoolEntryNameTests {
     @Test("display: UTF-8 as it is (control characters too), anything else escaped")
     func display() {

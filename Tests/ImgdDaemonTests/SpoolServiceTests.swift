@@ -14,7 +14,7 @@ import Glibc
 /// The spool service with its real parts: a spool folder watched by inotify, the state database,
 /// the disk cache and the downloader, fetching from the real test HTTP server. Lists are dropped
 /// as clients drop them (written aside, renamed in).
-@Suite("Spool service: claim, warm, finish, cancel, retry, resume", .timeLimit(.minutes(5)))
+@Suite("Spool service: claim, warm, finish, cancel, retry, resume", .timeLimit(.minutes(5)), .offThePool)
 struct SpoolServiceTests {
     /// Spool events in the order the service sent them.
     final class Events: Sendable {

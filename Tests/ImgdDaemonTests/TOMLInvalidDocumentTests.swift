@@ -1,8 +1,9 @@
 import ImgdDaemon
+import ImgdTestSupport
 import Testing
 
 /// Invalid TOML 1.0 documents, one rule broken in each, refused with the line to look at.
-@Suite("TOML 1.0: invalid documents are refused with their line")
+@Suite("TOML 1.0: invalid documents are refused with their line", .offThePool)
 struct TOMLInvalidDocumentTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let text: String

@@ -1,9 +1,10 @@
 import ImgdDaemon
+import ImgdTestSupport
 import Testing
 
 /// Valid TOML 1.0 documents, mostly the specification's own examples (toml.io/en/v1.0.0),
 /// each read and checked value by value.
-@Suite("TOML 1.0: valid documents are read with their values")
+@Suite("TOML 1.0: valid documents are read with their values", .offThePool)
 struct TOMLValidDocumentTests {
     /// The value at `path` (`"#N"` picks element N of an array).
     static func value(_ document: TOMLDocument, _ path: String...) -> TOMLValue? {

@@ -1,11 +1,12 @@
 import ImgdCore
+import ImgdTestSupport
 @testable import ImgdDaemon
 import Logging
 import Testing
 
 /// The tier's fallbacks in the log: a line for each new cause, then at most one a minute per
 /// cause with how many there were, never a line per URL.
-@Suite("Tier fallbacks in the log: once per cause, then once a minute")
+@Suite("Tier fallbacks in the log: once per cause, then once a minute", .offThePool)
 struct TierFallbackLogTests {
     @Test("the first fallback of each cause is logged; repeats within a minute are counted, and told in the next minute's line")
     func oncePerCause() {

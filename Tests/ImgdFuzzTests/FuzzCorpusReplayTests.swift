@@ -1,11 +1,12 @@
 import Foundation
 import ImgdFuzz
+import ImgdTestSupport
 import Testing
 
 /// Every committed seed (`Tests/Fuzz/Corpus/<target>/`) and every reproducer of a finding
 /// (`Tests/Fuzz/Regressions/<target>/`) run through its fuzz target as `make fuzz` runs them:
 /// a fixed finding that comes back fails here, in `make test`, without the fuzzer.
-@Suite("Fuzz corpora replayed", .timeLimit(.minutes(5)))
+@Suite("Fuzz corpora replayed", .timeLimit(.minutes(5)), .offThePool)
 struct FuzzCorpusReplayTests {
     static let fuzzFolder = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz")

@@ -17,7 +17,7 @@ import Glibc
 /// proves each listener reachable with one connection of its own, runs imgd directly and through a
 /// "proxy" (one more listener), then counts, without accepting anything in between, the
 /// connections each listener had queued.
-@Suite("Address policy in a network namespace (the binary)", .timeLimit(.minutes(10)))
+@Suite("Address policy in a network namespace (the binary)", .timeLimit(.minutes(10)), .offThePool)
 struct AddressPolicyNamespaceTests {
     /// The URLs refused with or without a proxy: their host is a literal address.
     /// Each names a file of its own, so that its line in the report can be found whatever form

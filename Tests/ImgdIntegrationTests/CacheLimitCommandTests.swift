@@ -4,7 +4,7 @@ import ImgdTestSupport
 import Testing
 
 /// `--disk-limit` and `--max-age` through the real binary.
-@Suite("imgd prefetch cache limits (the binary)", .timeLimit(.minutes(10)))
+@Suite("imgd prefetch cache limits (the binary)", .timeLimit(.minutes(10)), .offThePool)
 struct CacheLimitCommandTests {
     /// Total size of the cache's image files.
     private func imageBytes(_ scratch: ScratchFolder, _ folder: String) throws -> Int {

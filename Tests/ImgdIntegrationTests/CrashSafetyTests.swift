@@ -3,7 +3,7 @@ import ImgdCore
 import ImgdTestSupport
 import Testing
 
-@Suite("Crash safety of the cache folder", .timeLimit(.minutes(10)))
+@Suite("Crash safety of the cache folder", .timeLimit(.minutes(10)), .offThePool)
 struct CrashSafetyTests {
     @Test("kill -9 mid-download: no partial file under a final name; the next run clears tmp/ and completes")
     func killMidDownload() async throws {

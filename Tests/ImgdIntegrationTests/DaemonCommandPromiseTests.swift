@@ -9,7 +9,7 @@ import Glibc
 
 /// What Protocol.md promises of `add`'s `priority` and `pin`, `cancel` of a URL, a second `fsck`,
 /// and the `failed` and `memory_pressure` events, through the real daemon and its subscribers.
-@Suite("imgd: add priority and pin, cancel of a URL, a second fsck, failed and memory_pressure events (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd: add priority and pin, cancel of a URL, a second fsck, failed and memory_pressure events (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonCommandPromiseTests {
     // MARK: - add
 

@@ -12,7 +12,7 @@ import Glibc
 @Suite(
     "imgd: --max-connections is a total no uid passes (the real binary)",
     .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(10)), .offThePool)
 struct DaemonConnectionCapTests {
     @Test("--max-connections 4: root holds 3 (one kept in reserve), a second uid takes the 4th; then both get busy for the total; once it closes, the second uid is served again")
     func total() async throws {

@@ -10,7 +10,7 @@ import Glibc
 /// test server's request log: `--proxy` (every request to the proxy, in absolute form; the
 /// `*_proxy` environment ignored), `--timeout` (one whole attempt) and `--max-body-bytes`
 /// (declared or counted as it streams, never retried).
-@Suite("imgd: --proxy, --timeout and --max-body-bytes (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd: --proxy, --timeout and --max-body-bytes (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonDownloadFlagTests {
     @Test("--proxy: requests go to the proxy in absolute form, for a name only it can resolve and for a reachable origin alike; the origin hears nothing")
     func proxy() async throws {

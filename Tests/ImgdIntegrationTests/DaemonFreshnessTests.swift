@@ -5,7 +5,7 @@ import Testing
 
 /// Freshness and revalidation against the real imgd and the test server's `/fresh/` route,
 /// which sends `Cache-Control`/`Expires`/`ETag` and answers conditional requests with `304`.
-@Suite("imgd: freshness and revalidation (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd: freshness and revalidation (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonFreshnessTests {
     /// Conditional requests the server received for targets starting with `prefix`.
     private static func conditionals(_ server: TestHTTPServer, _ prefix: String) -> Int {

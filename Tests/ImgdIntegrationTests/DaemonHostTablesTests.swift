@@ -5,7 +5,7 @@ import Testing
 
 /// `[host."PATTERN"]` tables: headers (also from a `headers-file`), per-host caps and request
 /// rates, against the real imgd and the test server.
-@Suite("imgd: per-host settings and request headers (the real binary)", .timeLimit(.minutes(5)))
+@Suite("imgd: per-host settings and request headers (the real binary)", .timeLimit(.minutes(5)), .offThePool)
 struct DaemonHostTablesTests {
     private static let token = "Bearer s3cr3t-t0ken-9f2c"
 

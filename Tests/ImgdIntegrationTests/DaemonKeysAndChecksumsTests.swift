@@ -5,7 +5,7 @@ import Testing
 
 /// Signed URLs' keys (`key-ignore-query`), chosen keys, and object lists with checksums,
 /// against the real imgd and the test server.
-@Suite("imgd: cache keys for signed URLs, object lists and checksums (the real binary)", .timeLimit(.minutes(5)))
+@Suite("imgd: cache keys for signed URLs, object lists and checksums (the real binary)", .timeLimit(.minutes(5)), .offThePool)
 struct DaemonKeysAndChecksumsTests {
     private static func sha256(_ pathAndQuery: String) -> String {
         SHA256Digest(of: TestHTTPServer.body(for: pathAndQuery)!).hex

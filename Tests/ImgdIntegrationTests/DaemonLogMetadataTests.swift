@@ -4,7 +4,7 @@ import Testing
 
 /// The log's metadata (README, *Logging*): every line about a list ends with its `list=`, every
 /// change a client makes with its `peer=`, so one grep finds them whatever the text says.
-@Suite("Daemon log metadata (the real imgd)", .serialized, .timeLimit(.minutes(5)))
+@Suite("Daemon log metadata (the real imgd)", .serialized, .timeLimit(.minutes(5)), .offThePool)
 struct DaemonLogMetadataTests {
     @Test("a list's lines carry list=NAME (quoted when it holds a space); a client's change carries peer=")
     func listAndPeer() async throws {

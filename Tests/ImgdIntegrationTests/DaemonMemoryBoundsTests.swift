@@ -9,7 +9,7 @@ import Glibc
 /// What one client may make the daemon hold, through the real binary and socket: URLs per
 /// `add` (`max-add-urls`), requests held in all (`max-queued`, `queue_full`), images returned
 /// inline (`max-data-bytes`, `too_large`), and `failed` in pages (`limit`, `after`, `next`).
-@Suite("Daemon: memory stays bounded whatever a client asks", .timeLimit(.minutes(10)))
+@Suite("Daemon: memory stays bounded whatever a client asks", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonMemoryBoundsTests {
     @Test("add over max-add-urls: invalid_argument naming urls and the limit, nothing queued; at the limit it is taken")
     func addOverLimit() async throws {

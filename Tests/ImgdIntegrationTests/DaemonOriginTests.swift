@@ -6,7 +6,7 @@ import Testing
 /// The real daemon against origins as fleets meet them: https with HTTP/2, a failing name
 /// lookup followed by good lists, and tarpits holding every slot while someone asks for an
 /// image now. Each scenario is the one that broke imgd when it was tried from outside.
-@Suite("Daemon against real origins (the real imgd)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Daemon against real origins (the real imgd)", .serialized, .timeLimit(.minutes(10)), .offThePool)
 struct DaemonOriginTests {
     @Test("a list of 50 PNGs over https with HTTP/2 at the default caps: all 50 cached byte-exact")
     func http2List() async throws {

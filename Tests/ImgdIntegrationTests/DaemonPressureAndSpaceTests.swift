@@ -10,7 +10,7 @@ import Glibc
 /// `pressure_source` and `pressure_path` and the start line for each source (after any
 /// fallback), evictions made at admission as counted in `stats` and published as events, and a
 /// `disk-limit` its filesystem cannot honour.
-@Suite("imgd: pressure source, evictions and disk space (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd: pressure source, evictions and disk space (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonPressureAndSpaceTests {
     // MARK: - Memory pressure source
 

@@ -5,7 +5,7 @@ import Testing
 
 /// `max-rate` through the real daemon: the cap over a whole list, a reload changing it mid-run,
 /// on-demand gets exempt or not, HTTP/2, and a bad value in the configuration file.
-@Suite("max-rate (the real imgd)", .serialized, .timeLimit(.minutes(10)))
+@Suite("max-rate (the real imgd)", .serialized, .timeLimit(.minutes(10)), .offThePool)
 struct DaemonRateCapTests {
     /// Starts imgd with a configuration file holding `config`; returns the daemon and the file.
     static func start(_ scratch: ScratchFolder, config: String, arguments: [String] = []) async throws -> (DaemonProcess, String) {

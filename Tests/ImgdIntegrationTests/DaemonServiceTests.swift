@@ -11,7 +11,7 @@ import Glibc
 /// watchdog, reloads, stopping), socket activation, its folders and socket file, its
 /// configuration file and reloads, memory pressure, the control protocol's error paths, and
 /// `imgctl` against it. Each test runs its own daemon in its own scratch folder.
-@Suite("imgd as a service (the real binaries)", .timeLimit(.minutes(10)))
+@Suite("imgd as a service (the real binaries)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonServiceTests {
     // MARK: - 1. systemd notifications
 

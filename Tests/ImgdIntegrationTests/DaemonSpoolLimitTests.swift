@@ -9,7 +9,7 @@ import Testing
 ///
 /// Serialized: several tests write tens of MB and time answers; side by side on a two-core
 /// machine they would measure each other.
-@Suite("Daemon spool limits (the real imgd)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Daemon spool limits (the real imgd)", .serialized, .timeLimit(.minutes(10)), .offThePool)
 struct DaemonSpoolLimitTests {
     // MARK: - Lists too large or still growing
 

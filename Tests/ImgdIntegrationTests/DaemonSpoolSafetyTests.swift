@@ -5,7 +5,7 @@ import Testing
 
 /// The spool against a careless or hostile member of its group (Protocol.md, *Spool*): the real
 /// `imgd`, real inotify, entries made with the system calls a member would use.
-@Suite("Daemon spool safety (the real imgd)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Daemon spool safety (the real imgd)", .serialized, .timeLimit(.minutes(10)), .offThePool)
 struct DaemonSpoolSafetyTests {
     // MARK: - Clean output
 

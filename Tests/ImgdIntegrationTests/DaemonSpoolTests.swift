@@ -9,7 +9,7 @@ import Testing
 ///
 /// Serialized: several tests warm thousands of URLs against delayed responses, and on a
 /// two-core machine running them side by side would measure the scheduler, not the spool.
-@Suite("Daemon spool (the real imgd)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Daemon spool (the real imgd)", .serialized, .timeLimit(.minutes(10)), .offThePool)
 struct DaemonSpoolTests {
     // MARK: - Lists that finish
 

@@ -9,7 +9,7 @@ import Glibc
 /// What the daemon takes from the environment systemd gives a service, and how it stops: the
 /// `STATE_DIRECTORY`, `CACHE_DIRECTORY` and `RUNTIME_DIRECTORY` folders, the log format
 /// `JOURNAL_STREAM` switches to, and SIGINT as a graceful stop like SIGTERM.
-@Suite("imgd under systemd's environment: *_DIRECTORY, JOURNAL_STREAM, SIGINT (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd under systemd's environment: *_DIRECTORY, JOURNAL_STREAM, SIGINT (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonSystemdEnvironmentTests {
     @Test("STATE_DIRECTORY (the first of a list), CACHE_DIRECTORY and RUNTIME_DIRECTORY: state and spool, cache, socket there, nothing under ./imgd-data; a flag still wins")
     func directoryVariables() async throws {

@@ -9,7 +9,7 @@ import Glibc
 /// The upkeep's flags through the real daemon: `--sweep-interval` (the age sweep runs again and
 /// again while the daemon runs, not only at start) and `--pressure-threshold` (the `avg10`
 /// percentage that counts as memory pressure when the kernel refuses a PSI trigger).
-@Suite("imgd: --sweep-interval and --pressure-threshold (the real binary)", .timeLimit(.minutes(10)))
+@Suite("imgd: --sweep-interval and --pressure-threshold (the real binary)", .timeLimit(.minutes(10)), .offThePool)
 struct DaemonUpkeepFlagTests {
     @Test("--sweep-interval 1s: entries that grow older than max-age while imgd runs are swept, one evicted event (reason age) each, counted as expired; the rest stay")
     func sweepInterval() async throws {

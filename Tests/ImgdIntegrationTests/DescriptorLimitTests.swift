@@ -8,7 +8,7 @@ import Testing
 @Suite(
     "Descriptor limit: max-connections is checked against RLIMIT_NOFILE at start",
     .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs util-linux's prlimit"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(10)), .offThePool)
 struct DescriptorLimitTests {
     @Test("a hard limit of 256 and max-connections 1000: exit 1 with an error naming the numbers and the fix")
     func refused() async throws {

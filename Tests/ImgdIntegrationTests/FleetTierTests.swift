@@ -13,7 +13,7 @@ import Glibc
 /// the origin sees each URL once for the whole fleet; a tier that fails is stepped around.
 @Suite(
     "A shared tier for fleets (the real imgd and nginx)", .serialized, .timeLimit(.minutes(10)),
-    .enabled(if: NginxTier.unavailableReason == nil, "needs nginx (/usr/sbin/nginx, installed by make test)"))
+    .enabled(if: NginxTier.unavailableReason == nil, "needs nginx (/usr/sbin/nginx, installed by make test)"), .offThePool)
 struct FleetTierTests {
     /// A test's world: the origin (https, the test CA), the tier trusting that CA, a scratch folder.
     struct World {

@@ -4,7 +4,7 @@ import ImgdTestSupport
 import Testing
 
 /// `imgd fsck` on a real cache filled by `imgd prefetch`, then damaged by hand.
-@Suite("imgd fsck (the binary)", .timeLimit(.minutes(10)))
+@Suite("imgd fsck (the binary)", .timeLimit(.minutes(10)), .offThePool)
 struct FsckCommandTests {
     @Test("a clean cache checks clean; damaged, missing and orphan files are found and removed")
     func findsAndRemoves() async throws {

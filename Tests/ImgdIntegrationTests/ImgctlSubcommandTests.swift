@@ -8,7 +8,7 @@ import Glibc
 
 /// Every `imgctl` subcommand once against the real daemon, in human form: what it prints from
 /// the replies the daemon really sends, and its exit status.
-@Suite("imgctl's subcommands against the real daemon", .timeLimit(.minutes(10)))
+@Suite("imgctl's subcommands against the real daemon", .timeLimit(.minutes(10)), .offThePool)
 struct ImgctlSubcommandTests {
     @Test("status, stats (and --prometheus), add, get, warm, lists, failed, retry, cancel, evict, purge, fsck and watch")
     func everySubcommand() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// loop (bench/crash-loop.sh) hits such windows by chance; these tests build the state a kill
 /// leaves in each one by hand — the daemon is killed, then the files and the state database are
 /// put back as they were at that moment — and restart the daemon on it.
-@Suite("Kills between a list's moves", .timeLimit(.minutes(3)))
+@Suite("Kills between a list's moves", .timeLimit(.minutes(3)), .offThePool)
 struct InterruptedMoveTests {
     @Test("a restart after a kill inside a list's moves reports each list once, beside its own file: no report replaced, no second copy, no refusal")
     func restartAfterInterruptedMoves() async throws {

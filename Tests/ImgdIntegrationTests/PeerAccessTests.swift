@@ -12,7 +12,7 @@ import Glibc
 @Suite(
     "Peers: destructive commands for root, imgd and admin-group only; the rest open",
     .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(10)), .offThePool)
 struct PeerAccessTests {
     /// A daemon whose socket group 65534 may use, with `admin-group` set to a group of this
     /// machine (returned with it).

@@ -9,7 +9,7 @@ import Testing
 /// full size, full of zero bytes. These tests make that state by hand — the daemon is killed
 /// with SIGKILL so its shutdown is unclean, then a cached file is overwritten with zeros of the
 /// same size — and prove the daemon never serves it.
-@Suite("Power loss: lost file data under a committed row", .timeLimit(.minutes(3)))
+@Suite("Power loss: lost file data under a committed row", .timeLimit(.minutes(3)), .offThePool)
 struct PowerLossTests {
     @Test("a file zeroed after an unclean shutdown is never served: get, get without fetch and a list each find it bad, remove it and fetch it again")
     func zeroedFileAfterUncleanShutdown() async throws {

@@ -4,7 +4,7 @@ import ImgdTestSupport
 import Testing
 
 /// `imgd prefetch` end to end: the real binary, the real test server, real files.
-@Suite("imgd prefetch (the binary)", .timeLimit(.minutes(10)))
+@Suite("imgd prefetch (the binary)", .timeLimit(.minutes(10)), .offThePool)
 struct PrefetchCommandTests {
     @Test("every URL cached: exit 0, summary on stdout, files byte-exact; a second run finds them cached")
     func allCached() async throws {

@@ -15,7 +15,7 @@ import Glibc
 /// so the fixtures cannot drift from the daemon again. `IMGD_RECORD_FIXTURES=1` writes the
 /// replies to the fixtures instead (then checks them, trivially): run it after a change to the
 /// protocol, and read the diff.
-@Suite("imgctl's fixtures are the daemon's replies", .timeLimit(.minutes(10)))
+@Suite("imgctl's fixtures are the daemon's replies", .timeLimit(.minutes(10)), .offThePool)
 struct RecordedReplyTests {
     /// Where imgctl's tests read their fixtures.
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -13,7 +13,7 @@ import Glibc
 @Suite(
     "Socket fairness: a per-uid cap and a reserve for users with no connection",
     .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(10)), .offThePool)
 struct SocketFairnessTests {
     private static func start(in scratch: ScratchFolder, arguments: [String]) async throws -> DaemonProcess {
         chmod(scratch.path, 0o755)

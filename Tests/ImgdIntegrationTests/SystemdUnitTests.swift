@@ -9,7 +9,7 @@ import Glibc
 /// The files under `systemd/`, checked with systemd's own tools (252 on Debian 12): the units
 /// verify clean, the service's exposure stays at or below 2.0, every directive the daemon and its
 /// sandbox rely on is there, and sysusers and tmpfiles make the user and the spool they promise.
-@Suite("systemd units (systemd/)", .timeLimit(.minutes(10)))
+@Suite("systemd units (systemd/)", .timeLimit(.minutes(10)), .offThePool)
 struct SystemdUnitTests {
     /// `systemd/` of this package, found from this file's path.
     static let unitFolder = URL(fileURLWithPath: #filePath)

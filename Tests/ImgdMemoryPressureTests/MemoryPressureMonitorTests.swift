@@ -7,7 +7,7 @@ import Testing
 
 /// Real descriptors, real threads, no mocks. Serialized: the leak checks look at this process's
 /// threads by name, and two tests watch /proc/pressure/memory.
-@Suite("Memory pressure monitor", .serialized, .timeLimit(.minutes(5)))
+@Suite("Memory pressure monitor", .serialized, .timeLimit(.minutes(5)), .offThePool)
 struct MemoryPressureMonitorTests {
     /// A monitor whose descriptors are recorded and whose events are collected.
     private struct Fixture {

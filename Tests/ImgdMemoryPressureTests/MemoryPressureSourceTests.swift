@@ -1,10 +1,11 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdMemoryPressure
 
-@Suite("Memory pressure source")
+@Suite("Memory pressure source", .offThePool)
 struct MemoryPressureSourceTests {
     /// Resolves with every path pointed into `folder`, so the machine's own cgroup does not count.
     private func resolve(_ environment: [String: String], in folder: TemporaryFolder) -> MemoryPressureSource {

@@ -1,3 +1,4 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
@@ -5,7 +6,7 @@ import Testing
 /// The address policy's reading of addresses: every IPv6 form that carries an IPv4 address is
 /// checked as that address, `0.0.0.0` and `::` count as this host, and a URL's literal host is
 /// parsed in every spelling libcurl or a proxy might accept.
-@Suite("Address policy: normalised forms and literal hosts")
+@Suite("Address policy: normalised forms and literal hosts", .offThePool)
 struct AddressPolicyTests {
     /// Parses a textual address, failing the test if it does not parse.
     private func parse(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> IPRange.Address {

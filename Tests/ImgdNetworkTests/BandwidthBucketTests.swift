@@ -1,9 +1,10 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
 /// `max-rate`'s token bucket and a transfer's held-back time, on a clock the tests move.
-@Suite("max-rate: the token bucket and held-back time")
+@Suite("max-rate: the token bucket and held-back time", .offThePool)
 struct BandwidthBucketTests {
     let start = ContinuousClock.now
 

@@ -9,7 +9,7 @@ import Testing
 @testable import ImgdNetwork
 
 /// The spill lanes on their own: order, digest, and the cap on chunks waiting for the disk.
-@Suite("Spill lanes", .timeLimit(.minutes(5)))
+@Suite("Spill lanes", .timeLimit(.minutes(5)), .offThePool)
 struct BodySpillTests {
     @Test("chunks past the gate's limit wait for the lane; all arrive in order, with the body's digest")
     func gateHoldsTheLoop() async throws {

@@ -7,7 +7,7 @@ import Testing
 @testable import ImgdNetwork
 
 /// The disk cap as downloads meet it: reservations at the headers, LRU eviction, `disk_full`.
-@Suite("Disk limit during downloads", .timeLimit(.minutes(5)))
+@Suite("Disk limit during downloads", .timeLimit(.minutes(5)), .offThePool)
 struct DiskLimitTests {
     /// Bytes the cache's files take, read from the folder itself.
     private func bytesOnDisk(_ fixture: DownloaderFixture) throws -> Int {

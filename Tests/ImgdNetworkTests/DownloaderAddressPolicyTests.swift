@@ -11,7 +11,7 @@ import Testing
 /// or redirect whose host is a literal address in a denied range is refused before the proxy
 /// hears of it; without one, `0.0.0.0`, `::` and the other spellings of loopback are refused
 /// wherever loopback is, though they reach a listener when allowed.
-@Suite("Address policy: proxies, redirects and spellings of this host", .timeLimit(.minutes(5)))
+@Suite("Address policy: proxies, redirects and spellings of this host", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderAddressPolicyTests {
     /// One attempt: a refusal must not be retried anyway, and a wrong success shows at once.
     static func policy(proxy: TestHTTPServer? = nil, _ adjust: (inout DownloadPolicy) -> Void = { _ in }) -> DownloadPolicy {

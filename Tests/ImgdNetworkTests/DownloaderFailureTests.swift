@@ -8,7 +8,7 @@ import Testing
 
 /// One test per failure class: each shows the error a user sees and that nothing was cached,
 /// nothing was left in the temp folder, and an image fetched beside it is intact.
-@Suite("Failure classes", .timeLimit(.minutes(5)))
+@Suite("Failure classes", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderFailureTests {
     /// One attempt, so the class shows without retries (retries have their own tests).
     static let oneAttempt = DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 }

@@ -7,7 +7,7 @@ import Testing
 
 /// The held-request count (what `max-queued` bounds) is given back exactly once per request,
 /// whichever of the engine's answer and the waiting task's cancellation comes first.
-@Suite("Downloader: held requests are given back once", .timeLimit(.minutes(5)))
+@Suite("Downloader: held requests are given back once", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderHeldRequestTests {
     static func isCancelled(_ outcome: FetchToken.Outcome) -> Bool {
         if case .failure(.cancelled) = outcome { true } else { false }

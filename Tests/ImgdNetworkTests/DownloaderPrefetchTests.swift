@@ -6,7 +6,7 @@ import Testing
 @testable import ImgdNetwork
 
 /// The batch API `imgd prefetch` uses: many URLs in one call, answered on the engine's thread.
-@Suite("Batch prefetch", .timeLimit(.minutes(5)))
+@Suite("Batch prefetch", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderPrefetchTests {
     /// Collects handler calls; the mutex guards the list (handlers run on the engine thread).
     final class Answers: Sendable {

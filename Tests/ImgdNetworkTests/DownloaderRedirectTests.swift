@@ -9,7 +9,7 @@ import Testing
 /// Redirects as the engine takes them (libcurl follows none): a `Location` is resolved against
 /// the URL that was requested, each hop is checked and fetched as part of the same attempt, and
 /// what cannot be followed is reported as the status it came with.
-@Suite("Redirects taken by the engine", .timeLimit(.minutes(5)))
+@Suite("Redirects taken by the engine", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderRedirectTests {
     static func redirect(to location: String) -> String {
         "/redirect?to=" + location.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!

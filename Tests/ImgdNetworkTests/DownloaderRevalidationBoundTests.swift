@@ -7,7 +7,7 @@ import Testing
 
 /// The queue of revalidations is bounded: which entries are used, and so become due, is up to
 /// clients.
-@Suite("Revalidations of due entries are bounded", .timeLimit(.minutes(2)))
+@Suite("Revalidations of due entries are bounded", .timeLimit(.minutes(2)), .offThePool)
 struct DownloaderRevalidationBoundTests {
     private static func conditionalRequests(_ server: TestHTTPServer) -> Int {
         server.requests.filter { !$0.values(of: "If-None-Match").isEmpty }.count

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdNetwork
 
-@Suite("Coalescing, caps, priorities, cancellation", .timeLimit(.minutes(5)))
+@Suite("Coalescing, caps, priorities, cancellation", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderSchedulingTests {
     @Test("100 concurrent requests for one URL make exactly one request; every waiter gets the image")
     func coalescing() async throws {
@@ -249,7 +249,7 @@ struct DownloaderSchedulingTests {
     }
 }
 
-@Suite("Retries", .timeLimit(.minutes(5)))
+@Suite("Retries", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderRetryTests {
     @Test("a transient 503 is retried until it succeeds")
     func retriesTransient() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdNetwork
 
-@Suite("Downloading into the cache", .timeLimit(.minutes(5)))
+@Suite("Downloading into the cache", .timeLimit(.minutes(5)), .offThePool)
 struct DownloaderSuccessTests {
     @Test("an image is downloaded, validated, published under its key, with its record")
     func downloadsAndRecords() async throws {

@@ -1,11 +1,12 @@
 import CCurlShim
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
 /// The mapping from libcurl's result codes to failure classes, where the class depends on what
 /// the transfer saw before the error.
-@Suite("Failure classes from libcurl's results")
+@Suite("Failure classes from libcurl's results", .offThePool)
 struct FailureClassifierTests {
     @Test(
         "a broken connection is truncated once a 2xx status or any body byte arrived, network before",

@@ -1,9 +1,10 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
-@Suite("Failure memory")
+@Suite("Failure memory", .offThePool)
 struct FailureMemoryTests {
     private static func key(_ n: Int) throws -> (CacheKey, String) {
         let url = try ImageURL("http://origin.test/\(n).png")
@@ -71,7 +72,7 @@ struct FailureMemoryTests {
     }
 }
 
-@Suite("Failure memory: bounded by bytes")
+@Suite("Failure memory: bounded by bytes", .offThePool)
 struct FailureMemoryBytesTests {
     @Test("failures of 8 KiB URLs past the byte cap: the oldest are forgotten, the bytes kept stay within the cap, the newest stay; forgetting gives the bytes back")
     func byteCapacity() throws {

@@ -1,10 +1,11 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
 /// Paging the failure memory: in URL order, after a cursor, at most a limit, with whether more
 /// follow; walking the pages gives every failure once, whatever the input order.
-@Suite("Remembered failures, a page at a time", .timeLimit(.minutes(5)))
+@Suite("Remembered failures, a page at a time", .timeLimit(.minutes(5)), .offThePool)
 struct RememberedFailurePageTests {
     static func failures(_ count: Int) -> [(url: String, error: DownloadError)] {
         // A scrambled order: the page must not depend on the dictionary's.

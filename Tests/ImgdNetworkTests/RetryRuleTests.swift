@@ -9,7 +9,7 @@ import Testing
 /// is fetched once, and the server (or the downloader's own count of attempts, where no request
 /// can reach a server) shows how many times it was tried. Back-off is short (the fixture's), the
 /// attempt count is the default.
-@Suite("Retry rules at the default attempts", .timeLimit(.minutes(5)))
+@Suite("Retry rules at the default attempts", .timeLimit(.minutes(5)), .offThePool)
 struct RetryRuleTests {
     /// The fixture's policy: default attempts, 10–50 ms back-off.
     static let policy = DownloaderFixture.testPolicy()

@@ -8,7 +8,7 @@ import Testing
 
 /// Slow origins must not hold the downloader: tarpits (a large declared body, then a trickle),
 /// lists that keep every slot, and an on-demand request arriving while prefetches fill the caps.
-@Suite("Slow origins", .timeLimit(.minutes(5)))
+@Suite("Slow origins", .timeLimit(.minutes(5)), .offThePool)
 struct SlowOriginTests {
     /// A PNG head, a 400 KB declared length, then 2 KiB/s: about 200 s for the body, longer
     /// than the whole attempt's 120 s. (Not larger: the test server makes each body anew, on the

@@ -8,7 +8,7 @@ import Testing
 
 /// https as CDNs serve it: TLS with HTTP/2 chosen by ALPN, or HTTP/1.1; certificates that must
 /// be refused; a private CA given by `caFile`.
-@Suite("https and HTTP/2", .timeLimit(.minutes(5)))
+@Suite("https and HTTP/2", .timeLimit(.minutes(5)), .offThePool)
 struct TLSDownloadTests {
     /// The test policy, trusting the test CA.
     static func policy(

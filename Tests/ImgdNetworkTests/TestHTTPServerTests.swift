@@ -4,7 +4,7 @@ import Testing
 
 /// The scripted test server, checked through the real `curl` binary: the same libcurl behaviours
 /// the downloader will meet (exit 18 for a short body, 47 for a redirect loop).
-@Suite(.timeLimit(.minutes(5))) struct TestHTTPServerTests {
+@Suite(.timeLimit(.minutes(5)), .offThePool) struct TestHTTPServerTests {
     @Test func imageRoutesServeExactlyTheirBodies() async throws {
         try await withServer { server in
             let targets = [

@@ -6,7 +6,7 @@ import Testing
 
 /// The tier's URL form (contrib/fleet/README.md, "URL form"), and the downloader stepping around
 /// a tier that does not answer — without nginx (FleetTierTests runs the real one).
-@Suite("Tier route", .timeLimit(.minutes(5)))
+@Suite("Tier route", .timeLimit(.minutes(5)), .offThePool)
 struct TierRouteTests {
     @Test(
         "every origin URL becomes <tier>/<scheme>/<host[:port]><path?query>, from its normalized form",

@@ -13,7 +13,7 @@ import Testing
 /// This is the test that would have caught a handle whose set-up failed going back to the pool:
 /// one failed name lookup made every later download fail with "A libcurl function was given a
 /// bad argument".
-@Suite("Isolation: a failure, then good downloads", .timeLimit(.minutes(5)))
+@Suite("Isolation: a failure, then good downloads", .timeLimit(.minutes(5)), .offThePool)
 struct TransferIsolationTests {
     /// The failure classes, each with how to provoke it against the fixture.
     enum Failure: String, CaseIterable, CustomTestStringConvertible, Sendable {

@@ -1,8 +1,9 @@
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdNetwork
 
-@Suite("Transfer queue order")
+@Suite("Transfer queue order", .offThePool)
 struct TransferQueueTests {
     final class Item {
         let name: String
@@ -74,7 +75,7 @@ struct TransferQueueTests {
     }
 }
 
-@Suite("Address and retry policy")
+@Suite("Address and retry policy", .offThePool)
 struct PolicyTests {
     @Test(
         "the default deny list covers link-local, metadata and 0.0.0.0/8, in IPv4 and mapped forms",

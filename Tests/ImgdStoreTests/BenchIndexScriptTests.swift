@@ -6,7 +6,7 @@ import Testing
 
 /// `bench/make_index.py` writes an index for the start-up benchmark with its own copy of
 /// CacheIndex's schema; this keeps the copy in step with the code.
-@Suite("bench/make_index.py against CacheIndex's schema")
+@Suite("bench/make_index.py against CacheIndex's schema", .offThePool)
 struct BenchIndexScriptTests {
     static let python = "/usr/bin/python3"
 

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Cache folder")
+@Suite("Cache folder", .offThePool)
 struct CacheDirectoryTests {
     private func scratch() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("imgd-store-\(UUID().uuidString)/cache").path

@@ -7,7 +7,7 @@ import Testing
 
 /// Entries' freshness in the index: stored with each row, renewed by a revalidation without
 /// touching the rest, and added to an index made before it was kept.
-@Suite("Cache index: freshness columns and their migration")
+@Suite("Cache index: freshness columns and their migration", .offThePool)
 struct CacheIndexFreshnessTests {
     private func scratch() throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-fresh-\(UUID().uuidString)").path

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Cache index and disk tier")
+@Suite("Cache index and disk tier", .offThePool)
 struct CacheIndexTests {
     private func scratch() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("imgd-index-\(UUID().uuidString)").path

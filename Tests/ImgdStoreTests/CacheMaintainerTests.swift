@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdStore
 
-@Suite("Cache maintainer", .timeLimit(.minutes(5)))
+@Suite("Cache maintainer", .timeLimit(.minutes(5)), .offThePool)
 struct CacheMaintainerTests {
     private func settings(maxAge: Duration = .seconds(5)) -> MaintenanceSettings {
         var settings = MaintenanceSettings()
@@ -106,7 +106,7 @@ struct CacheMaintainerTests {
     }
 }
 
-@Suite("Disk tier health", .timeLimit(.minutes(5)))
+@Suite("Disk tier health", .timeLimit(.minutes(5)), .offThePool)
 struct DiskHealthTests {
     @Test("a cache folder removed at run time is created again, locked and indexed, and used from then on")
     func folderRemoved() throws {
@@ -178,7 +178,7 @@ struct DiskHealthTests {
     }
 }
 
-@Suite("Steady wall clock")
+@Suite("Steady wall clock", .offThePool)
 struct SteadyWallClockTests {
     @Test("moves with the monotonic clock from its anchor, whatever the system clock does")
     func steady() {

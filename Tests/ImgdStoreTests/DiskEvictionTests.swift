@@ -1,10 +1,11 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdStore
 
-@Suite("Disk budget and eviction", .timeLimit(.minutes(5)))
+@Suite("Disk budget and eviction", .timeLimit(.minutes(5)), .offThePool)
 struct DiskEvictionTests {
     /// A disk tier with `count` entries of `size` bytes, last used at 1000, 2000, … ms.
     private func filledCache(_ count: Int, size: Int = 100) throws -> (DiskCache, [IndexEntry], String) {
@@ -153,7 +154,7 @@ struct DiskEvictionTests {
     }
 }
 
-@Suite("Removals beside a publish of the same key", .timeLimit(.minutes(5)))
+@Suite("Removals beside a publish of the same key", .timeLimit(.minutes(5)), .offThePool)
 struct RemovalDuringPublishTests {
     /// A cache with `url`'s entry recorded (row and file), last used long ago.
     private static func cacheWithOldEntry(_ url: ImageURL) throws -> (DiskCache, String) {
@@ -238,7 +239,7 @@ struct RemovalDuringPublishTests {
     }
 }
 
-@Suite("Background reconcile", .timeLimit(.minutes(5)))
+@Suite("Background reconcile", .timeLimit(.minutes(5)), .offThePool)
 struct ReconcileTests {
     @Test("slices remove rows without files and files without rows, and keep everything else")
     func reconcile() throws {

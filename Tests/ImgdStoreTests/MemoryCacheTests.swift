@@ -1,9 +1,10 @@
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdStore
 
-@Suite("Memory tier")
+@Suite("Memory tier", .offThePool)
 struct MemoryCacheTests {
     /// Keys 0..<200, made once: `ImageURL` parsing is not what these tests measure.
     private static let k: [CacheKey] = (0..<200).map { try! ImageURL("http://example.com/\($0).png").cacheKey }

@@ -1,10 +1,11 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 import Testing
 
 @testable import ImgdStore
 
-@Suite("Two tiers")
+@Suite("Two tiers", .offThePool)
 struct TieredCacheTests {
     @Test("a disk hit fills the memory tier; the next hit comes from memory without the index")
     func diskThenMemory() throws {
