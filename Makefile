@@ -84,10 +84,10 @@ fuzz: deps
 # and imgctl binaries the integration tests start included. Every report, the test runner's or
 # a child's, goes to a file under the build folder; any report fails the target.
 test-tsan: test-deps
-	Tests/Sanitizers/run-sanitized-tests.sh thread
+	TIMED_SUITES='$(TIMED_SUITES)' Tests/Sanitizers/run-sanitized-tests.sh thread
 
 test-asan: test-deps
-	Tests/Sanitizers/run-sanitized-tests.sh address
+	TIMED_SUITES='$(TIMED_SUITES)' Tests/Sanitizers/run-sanitized-tests.sh address
 
 # make sanitizer-smoke: CI's short form of the two above (as root): imgd alone built with each
 # sanitizer, then the crash loop (5 kills) against it; any report fails it.

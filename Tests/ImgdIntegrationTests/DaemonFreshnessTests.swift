@@ -41,7 +41,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated", "fetched"])
             let url = server.url("/fresh/a.png?cc=max-age%3D3600")
             let first = try await Self.get(daemon, url)
@@ -81,7 +81,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "1d"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated"])
             // One entry under a chosen key, fetched by a URL the origin answers at once; then used
             // by a URL whose every answer waits for a gate.
@@ -105,7 +105,7 @@ struct DaemonFreshnessTests {
         try scratch.write("imgd.toml", "refresh = \"off\"\n")
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated"])
             let url = server.url("/fresh/reload.png?cc=no-cache")
             _ = try await Self.get(daemon, url)
@@ -126,7 +126,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "respect-headers", "--min-fresh", "1h"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated"])
             let long = server.url("/fresh/long.png?cc=max-age%3D3600")
             let immutable = server.url("/fresh/imm.png?cc=immutable")
@@ -148,7 +148,7 @@ struct DaemonFreshnessTests {
         defer { again.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: again.path, arguments: ["--refresh", "respect-headers", "--min-fresh", "0s"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated"])
             let expires = server.url("/fresh/exp.png?expires=3600")
             let expired = server.url("/fresh/old.png?expires=-10")
@@ -171,7 +171,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "1d"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let target = "/fresh/c.png?cc=no-cache&changes_at=2&w=32&h=32"
             let url = server.url(target)
             let first = try await Self.get(daemon, url)
@@ -199,7 +199,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let refused = server.url("/fresh/ns.png?cc=private,%20no-store")
             try daemon.drop("ns.txt", refused + "\n" + server.url("/img/after-ns.png") + "\n")
             let list = try #require(await daemon.finishedList("ns.txt"))
@@ -222,7 +222,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["revalidated"])
             let text = server.url("/fresh/text.png?cc=max-age%3D3600"), item = server.url("/fresh/item.png?cc=max-age%3D3600")
             _ = try await Self.get(daemon, text)
@@ -252,7 +252,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path)
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let cached = server.url("/fresh/r.png?cc=max-age%3D3600"), changed = server.url("/fresh/r2.png?changes_at=2")
             let uncached = server.url("/fresh/never.png")
             _ = try await Self.get(daemon, cached)
@@ -282,7 +282,7 @@ struct DaemonFreshnessTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "1d", "--attempts", "1"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["failed"])
             let url = server.url("/fresh/f.png?cc=no-cache&cond_status=500")
             let first = try await Self.get(daemon, url)
@@ -304,7 +304,7 @@ struct DaemonFreshnessTests {
         try await withRunningServer { server in
             let daemon = try await DaemonProcess.start(
                 in: scratch.path, arguments: ["--refresh", "1d", "--attempts", "1", "--timeout", "1s"])
-            defer { daemon.killIfStillRunning() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["failed"])
             // Cached by a URL answered at once; used by one whose answers never come (a gate
             // never opened), under the same chosen key.
@@ -329,7 +329,7 @@ struct DaemonFreshnessTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--ca-file", certificates.caFile, "--refresh", "1d"])
-        defer { daemon.killIfStillRunning() }
+        defer { daemon.killIfRunning() }
         let events = try await daemon.subscribe(["revalidated"])
         let url = server.url("/fresh/h2.png?cc=no-cache")
         _ = try await Self.get(daemon, url)
@@ -340,12 +340,5 @@ struct DaemonFreshnessTests {
         #expect(try await Self.stats(daemon)["revalidated"] as? Int == 1)
         _ = await daemon.stop()
         try await server.shutdown()
-    }
-}
-
-fileprivate extension DaemonProcess {
-    /// Kills the daemon if a test ends (or fails) while it still runs.
-    func killIfStillRunning() {
-        if isRunning { kill(pid, SIGKILL) }
     }
 }

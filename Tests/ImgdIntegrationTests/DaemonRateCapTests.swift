@@ -43,7 +43,7 @@ struct DaemonRateCapTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let (daemon, _) = try await Self.start(scratch, config: "max-rate = \"4MB\"\n")
-            defer { daemon.killLeftover() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["list_done"])
             defer { events.close() }
             let targets = (0..<20).map { "/img/rate-\($0).png?bytes=1000000" }
@@ -69,7 +69,7 @@ struct DaemonRateCapTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let (daemon, _) = try await Self.start(scratch, config: "max-rate = \"1MB\"\n")
-            defer { daemon.killLeftover() }
+            defer { daemon.killIfRunning() }
             let events = try await daemon.subscribe(["fetched", "list_done"])
             defer { events.close() }
             let targets = (0..<10).map { "/img/reload-\($0).png?bytes=1000000" }
@@ -99,7 +99,7 @@ struct DaemonRateCapTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             let (daemon, _) = try await Self.start(scratch, config: "max-rate = \"1MB\"\n")
-            defer { daemon.killLeftover() }
+            defer { daemon.killIfRunning() }
             // 30 s of list at the cap: still running at the end, whatever the machine's load.
             let targets = (0..<30).map { "/img/bg-\($0).png?bytes=1000000" }
             try daemon.drop("bg.txt", targets.map(server.url).joined(separator: "\n") + "\n")
@@ -140,7 +140,7 @@ struct DaemonRateCapTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         let (daemon, _) = try await Self.start(scratch, config: "max-rate = \"4MB\"\n", arguments: ["--ca-file", certificates.caFile])
-        defer { daemon.killLeftover() }
+        defer { daemon.killIfRunning() }
         let events = try await daemon.subscribe(["list_done"])
         defer { events.close() }
         let targets = (0..<20).map { "/img/h2-rate-\($0).png?bytes=1000000" }
@@ -177,12 +177,5 @@ struct DaemonRateCapTests {
         #expect(run.status == 2, "exit status \(run.status):\n\(run.stderr)")
         #expect(run.stderr.contains("\(file):\(line):"), "the message does not name \(file):\(line):\n\(run.stderr)")
         #expect(run.stderr.contains(mentions), "the message does not mention \(mentions):\n\(run.stderr)")
-    }
-}
-
-fileprivate extension DaemonProcess {
-    /// Kills the daemon if a test ends (or fails) while it still runs.
-    func killLeftover() {
-        if isRunning { kill(pid, SIGKILL) }
     }
 }

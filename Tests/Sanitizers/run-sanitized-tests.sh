@@ -6,7 +6,8 @@
 # well); the run fails when the suite fails or when any report was written.
 #
 # Usage: run-sanitized-tests.sh thread|address [swift test arguments, e.g. --filter Suite]
-# Environment: TEST_WIDTH (tests at once, default 8), SANITIZER_SCRATCH (build folder).
+# Environment: TEST_WIDTH (tests at once, default 8), SANITIZER_SCRATCH (build folder),
+# TIMED_SUITES (given by make: with no arguments, those suites run after the rest, as in make test).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -32,9 +33,22 @@ rm -rf "$REPORTS"
 mkdir -p "$REPORTS"
 export_sanitizer_options "$kind" "$REPORTS" "$REPO"
 
-swift test --skip-build --sanitize="$kind" --scratch-path "$SCRATCH" \
-    --experimental-maximum-parallelization-width "$WIDTH" "$@" 2>&1 | tee "$SCRATCH/test.log" | tail -25
-status=${PIPESTATUS[0]}
+# One run of the suite (or part of it), appended to the log.
+run_tests() {
+    swift test --skip-build --sanitize="$kind" --scratch-path "$SCRATCH" "$@" 2>&1 | tee -a "$SCRATCH/test.log" | tail -25
+    return "${PIPESTATUS[0]}"
+}
+: >"$SCRATCH/test.log"
+if [ $# -eq 0 ] && [ -n "${TIMED_SUITES:-}" ]; then
+    # The whole suite as make test runs it: the suites that bound a time from both sides after
+    # the rest, two tests at a time (Makefile, TIMED_SUITES).
+    run_tests --skip "$TIMED_SUITES" --experimental-maximum-parallelization-width "$WIDTH"
+    status=$?
+    run_tests --filter "$TIMED_SUITES" --experimental-maximum-parallelization-width 2 || status=1
+else
+    run_tests --experimental-maximum-parallelization-width "$WIDTH" "$@"
+    status=$?
+fi
 end=$(date +%s)
 
 report_findings "test-$short" "$REPORTS" || status=1
