@@ -229,19 +229,6 @@ struct DownloaderFailureTests {
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).
 func closedPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    try withUnsafeMutablePointer(to: &address) { pointer in
-        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            guard bind(fd, raw, length) == 0, getsockname(fd, raw, &length) == 0 else {
-                throw POSIXError(.EADDRINUSE)
-            }
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    try NginxTier.freePort()
 }
 
