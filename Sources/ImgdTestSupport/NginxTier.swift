@@ -74,11 +74,28 @@ public final class NginxTier: Sendable {
             .split(separator: "\n").map(String.init)
     }
 
+    /// The access log's lines that satisfy `matching`, read once there are at least `count` of
+    /// them or `timeout` has passed.
+    ///
+    /// nginx writes a request's line in its log phase, after the response has gone out, so a
+    /// client holding its reply may read the log before the line is there: a plain read races
+    /// nginx. Wait for the lines a test knows must come, then assert on what is there (an extra
+    /// line still shows, a missing one shows after the deadline).
+    public func logged(atLeast count: Int, timeout: Duration = .seconds(10), where matching: (String) -> Bool) async -> [String] {
+        var lines: [String] = []
+        _ = await eventually(timeout: timeout) {
+            lines = accessLog.filter(matching)
+            return lines.count >= count
+        }
+        return lines
+    }
+
     /// Requests the tier logged for `origin` (an origin URL): the lines whose request-URI is the
-    /// tier's form of it, `/<scheme>/<host:port><path?query>`.
-    public func requests(for origin: String) -> [String] {
+    /// tier's form of it, `/<scheme>/<host:port><path?query>`, read once `count` of them are
+    /// there (see ``logged(atLeast:timeout:where:)``).
+    public func requests(for origin: String, atLeast count: Int) async -> [String] {
         let uri = Self.tierPath(of: origin)
-        return accessLog.filter { $0.hasPrefix(uri + " ") }
+        return await logged(atLeast: count) { $0.hasPrefix(uri + " ") }
     }
 
     /// `/https/127.0.0.1:8443/p?q` for `https://127.0.0.1:8443/p?q`.
