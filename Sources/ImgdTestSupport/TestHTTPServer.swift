@@ -152,38 +152,38 @@ public final class TestHTTPServer: Sendable {
 
     /// Requests whose request-target was exactly `pathAndQuery`, as received.
     public func requestCount(_ pathAndQuery: String) -> Int {
-        state.counters.requestCounts[pathAndQuery, default: 0]
+        state.reading { $0.requestCounts[pathAndQuery, default: 0] }
     }
 
     /// Requests whose request-target starts with `prefix`.
     public func requestCount(prefix: String) -> Int {
-        state.counters.requestLog.lazy.filter { $0.hasPrefix(prefix) }.count
+        state.reading { $0.requestLog.lazy.filter { $0.hasPrefix(prefix) }.count }
     }
 
-    public var totalRequests: Int { state.counters.requestLog.count }
+    public var totalRequests: Int { state.reading { $0.requestLog.count } }
 
     /// Requests that came as HTTP/2 streams (the rest came over HTTP/1.1).
-    public var http2Requests: Int { state.counters.http2Requests }
+    public var http2Requests: Int { state.reading(\.http2Requests) }
 
     /// Request-targets in arrival order.
-    public var requestLog: [String] { state.counters.requestLog }
+    public var requestLog: [String] { state.reading { TestHTTPServerState.ownedCopy($0.requestLog) } }
 
     /// When the first request head arrived since start or ``resetCounters()``, taken on the
     /// server's event loop (a test timing a run does not depend on when its own task polls).
-    public var firstRequestAt: ContinuousClock.Instant? { state.counters.firstRequestAt }
+    public var firstRequestAt: ContinuousClock.Instant? { state.reading(\.firstRequestAt) }
 
     /// Every request with its header fields, in arrival order (forgotten by ``resetCounters()``).
-    public var requests: [RecordedRequest] { state.counters.requests }
+    public var requests: [RecordedRequest] { state.reading { TestHTTPServerState.ownedCopy($0.requests) } }
 
     /// Requests whose head has arrived and whose response end is not yet written (nor their
     /// connection closed). Held, delayed, slow and stalled requests count.
-    public var inFlight: Int { state.counters.inFlight }
+    public var inFlight: Int { state.reading(\.inFlight) }
 
     /// The peak of ``inFlight`` since start or ``resetCounters()``.
-    public var maxInFlight: Int { state.counters.maxInFlight }
+    public var maxInFlight: Int { state.reading(\.maxInFlight) }
 
     /// Connections accepted since start or ``resetCounters()``: fewer than requests proves reuse.
-    public var connectionsAccepted: Int { state.counters.connectionsAccepted }
+    public var connectionsAccepted: Int { state.reading(\.connectionsAccepted) }
 
     /// Forgets the request log, per-target counts (so `/flaky` targets fail again), the connection
     /// count and the peak. Requests in flight stay counted; opened gates stay open.
@@ -211,7 +211,7 @@ public final class TestHTTPServer: Sendable {
     private func poll(timeout: Duration, until condition: (TestHTTPServerState.Counters) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
-            if condition(state.counters) { return true }
+            if state.reading(condition) { return true }
             if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(5))
         }
