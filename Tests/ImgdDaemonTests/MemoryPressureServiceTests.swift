@@ -26,11 +26,17 @@ struct MemoryPressureServiceTests {
         // purge comes first, so it is empty by then. (The latency from the write to the purge is
         // measured by bench/pressure-latency.sh, not asserted: on 2 shared cores it measures the
         // other suites.)
-        let purgedAt = Locked<[(at: ContinuousClock.Instant, entries: Int, purged: Int)]>([])
+        // With it, how many events the service counted as answered then: this one already.
+        let purgedAt = Locked<[(at: ContinuousClock.Instant, entries: Int, purged: Int, handled: Int)]>([])
+        let serviceBox = Locked<MemoryPressureService?>(nil)  // the service exists only after its onEvent
         let service = MemoryPressureService(
             source: MemoryPressureSource.resolve(environment: ["MEMORY_PRESSURE_WATCH": fifo]), memory: memory,
             logger: .forwarding { logged.append($0) },
-            onEvent: { _, purged in purgedAt.withLock { $0.append((.now, memory.statistics.entries, purged)) } })
+            onEvent: { _, purged in
+                let handled = serviceBox.withLock { $0?.eventsHandled } ?? -1
+                purgedAt.withLock { $0.append((.now, memory.statistics.entries, purged, handled)) }
+            })
+        serviceBox.withLock { $0 = service }
         let task = Task { try await service.run() }
         defer { task.cancel() }
 
@@ -47,9 +53,11 @@ struct MemoryPressureServiceTests {
         let purged = try #require(purgedAt.withLock { $0.first })
         #expect(purged.at >= sent, "reported before the write")
         #expect(purged.entries == 0 && purged.purged == 10_000, "the event was reported before the tier was purged")
+        #expect(purged.handled == 1, "the event was reported before it was counted as answered")
         #expect(memory.statistics.entries == 0)
         #expect(memory.statistics.purges == 1)
         #expect(service.monitor.eventCount == 1)
+        #expect(service.eventsHandled == 1)
         #expect(logged.lines == [
             "memory pressure: watching \(fifo) (FIFO from MEMORY_PRESSURE_WATCH)",
             "memory pressure (systemd, event 1): purged the memory tier (10000 bytes)",
@@ -61,6 +69,7 @@ struct MemoryPressureServiceTests {
         // The purge command is an event like any other.
         service.purge()
         #expect(service.monitor.eventCount == 2)
+        #expect(service.eventsHandled == 2)
         #expect(memory.statistics.purges == 2)
     }
 }

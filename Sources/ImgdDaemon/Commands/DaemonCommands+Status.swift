@@ -28,7 +28,7 @@ extension DaemonCommands {
                 "bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes),
                 "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
             ],
-            "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "pressure_events": JSONValue(services.pressure.eventsHandled),
             "max_rate": config.maxRate > 0 ? JSONValue(config.maxRate) : .null,
             "max_rate_applies_to": .string(config.maxRateAppliesTo.rawValue),
             "throttled_now": JSONValue(downloads.throttledNow),
@@ -55,7 +55,7 @@ extension DaemonCommands {
                 "hits": JSONValue(counters.diskHits), "misses": JSONValue(counters.misses),
                 "evicted": JSONValue(evicted), "expired": JSONValue(evictions.total(.age).files),
             ],
-            "gets": JSONValue(counters.gets), "pressure_events": JSONValue(services.pressure.monitor.eventCount),
+            "gets": JSONValue(counters.gets), "pressure_events": JSONValue(services.pressure.eventsHandled),
             "events_dropped": JSONValue(services.events.droppedCount),
         ]
     }
