@@ -103,9 +103,10 @@ struct DaemonRateCapTests {
             // 30 s of list at the cap: still running at the end, whatever the machine's load.
             let targets = (0..<30).map { "/img/bg-\($0).png?bytes=1000000" }
             try daemon.drop("bg.txt", targets.map(server.url).joined(separator: "\n") + "\n")
+            // The count of pauses, which only grows (`throttled_now` falls at every refill).
             let throttling = await eventuallyAsync(timeout: .seconds(30)) {
-                let status = try? await daemon.result(#"{"cmd":"status"}"#)
-                return (status?["throttled_now"] as? Int ?? 0) >= 1
+                let stats = try? await daemon.result(#"{"cmd":"stats"}"#)
+                return (stats?["throttled"] as? Int ?? 0) >= 1
             }
             #expect(throttling, "the list was never held back; log:\n\(daemon.log)")
 

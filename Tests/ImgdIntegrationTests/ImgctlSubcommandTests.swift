@@ -99,16 +99,18 @@ struct ImgctlSubcommandTests {
 
         let retryURL = try await imgctl(["retry", missing])
         #expect(retryURL.stdout == "requeued 1 URL\n", "\(retryURL.stdout)\(retryURL.stderr)")
-        #expect(await eventually { text(watchLog).contains(" failed code=http_404 ") }, "\(text(watchLog))")
+        // The retry's own failed line, the second: the list's was there before it. Until it
+        // is, the retried fetch may still be running, and `retry --list` would join it.
+        let failedLines = { text(watchLog).split(separator: "\n").filter { $0.contains(" failed code=http_404 ") }.count }
+        #expect(await eventually { failedLines() == 2 }, "\(text(watchLog))")
+        #expect(server.requestCount("/status/404") == 2)
         #expect(await eventuallyAsync { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
         let retryList = try await imgctl(["retry", "--list", "links.txt"])
         #expect(retryList.status == 0 && retryList.stdout == "requeued 1 URL\n", "\(retryList.stdout)\(retryList.stderr)")
         // Three 404s, asked for by a list, by `retry URL` and by `retry --list`: each is a
         // failed event and a failure counted by its code, whoever asked.
         #expect(await eventually { server.requestCount("/status/404") == 3 })
-        #expect(
-            await eventually { text(watchLog).split(separator: "\n").filter { $0.contains(" failed code=http_404 ") }.count == 3 },
-            "\(text(watchLog))")
+        #expect(await eventually { failedLines() == 3 }, "\(text(watchLog))")
         #expect(await eventuallyAsync { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
         let counted = try await daemon.result(#"{"cmd":"stats"}"#)
         #expect((counted["failures"] as? [String: Any])?["http_404"] as? Int == 3, "\(counted)")

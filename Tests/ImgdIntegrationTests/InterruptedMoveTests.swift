@@ -72,9 +72,13 @@ struct InterruptedMoveTests {
         #expect(try fm.contentsOfDirectory(atPath: spool + "/failed").isEmpty)
         #expect(try fm.contentsOfDirectory(atPath: spool + "/.claimed").isEmpty)
         #expect(!daemon.spoolNames().contains("w.txt"))
-        let lists = try await daemon.lists()
-        #expect(lists.count == 5)
-        #expect(lists.allSatisfy { $0["state"] as? String == "done" }, "lists: \(lists)")
+        // A list's report is written just before its state is saved as done: wait for the state.
+        var lists: [[String: Any]] = []
+        let allDone = await eventuallyAsync(timeout: .seconds(30)) {
+            lists = try await daemon.lists()
+            return lists.count == 5 && lists.allSatisfy { $0["state"] as? String == "done" }
+        }
+        #expect(allDone, "lists: \(lists)")
         #expect(await daemon.stop() == 0)
         try await server.shutdown()
     }
