@@ -13,34 +13,10 @@ extension TransferEngine {
         let job = transfer.job
         job.transfer = nil
         releaseHostSlot(job.url.hostKey)
-        switch tierStep(after: transfer, result: result) {
-        case .fallBack(let cause)?:
-            // The same request, to the origin directly, in the slot just freed: not a retry. It
-            // has the attempt's whole time again (the tier may have spent it timing out).
-            transfer.discard()
-            counters.tierFallbacks += 1
-            if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
-            launch(job, target: transfer.target, redirects: transfer.redirects, direct: true)
+        if let next = nextRequest(after: transfer, result: result) {
+            // Another request of the same attempt, in the slot just freed, or its refusal.
+            take(next, after: transfer)
             return
-        case .refuse(let error)?:
-            transfer.discard()
-            settle(job, .failure(error))
-            return
-        case nil:
-            break
-        }
-        switch redirectStep(after: transfer, result: result) {
-        case .follow(let target)?:
-            // The next hop of the same attempt, in the slot just freed: not a retry.
-            transfer.discard()
-            launch(job, target: target, redirects: transfer.redirects + 1, attemptStartedAt: transfer.startedAt)
-            return
-        case .refuse(let error)?:
-            transfer.discard()
-            settle(job, .failure(error))
-            return
-        case nil:
-            break
         }
         // A revalidation answered 304 (not a redirect, not a tier error: both were settled above).
         if job.validators != nil, result == CURLE_OK, transfer.abort == nil,

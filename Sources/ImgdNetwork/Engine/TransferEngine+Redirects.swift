@@ -11,19 +11,13 @@ extension TransferEngine {
     /// choice for a person), not 304 (an answer to a conditional request, whatever it carries).
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// What follows a request that ended in a response.
-    enum RedirectStep {
-        /// Fetch this target next, as the same attempt.
-        case follow(ImageURL)
-        /// The redirect may not be followed: the attempt fails with this.
-        case refuse(DownloadError)
-    }
-
-    /// The hop to take after `transfer`, or nil when its response is not a redirect to follow
+    /// The hop to take after `transfer` (``NextRequest/follow(_:)``, or
+    /// ``NextRequest/refuse(_:)`` when the redirect may not be followed), or nil when its
+    /// response is not a redirect to follow
     /// (not a redirect status, no `Location`, or the request itself failed): it is then
     /// concluded as any other. A redirect whose `Location` libcurl cannot parse is concluded as
     /// its status (`http_302`), as one without a `Location` is.
-    func redirectStep(after transfer: Transfer, result: CURLcode) -> RedirectStep? {
+    func redirectStep(after transfer: Transfer, result: CURLcode) -> NextRequest? {
         let easy = transfer.easy
         // A 3xx body is counted and dropped; past its limit the write callback ends the transfer
         // with a write error, which is still a complete answer.

@@ -6,23 +6,15 @@ import ImgdCore
 /// `X-Tier-Error: <reason>` and strips that header from the origin's, so an answer without it is
 /// the origin's and is handled as if it had come directly.
 extension TransferEngine {
-    /// What follows a request that went through the tier, when the tier failed.
-    enum TierStep {
-        /// Ask the origin directly, in the same attempt (not a retry); `cause` says why, in a
-        /// few words that are the same for every URL (`502 upstream`, `no answer (connect)`).
-        case fallBack(cause: String)
-        /// The tier refused the request (400, 403, 405: a bug in imgd, a client or target it does
-        /// not allow): the attempt fails with this, and the origin is not asked.
-        case refuse(DownloadError)
-    }
-
     /// The header a tier marks its own answers with.
     static let tierErrorHeader = "X-Tier-Error"
 
-    /// The step after `transfer`, sent through the tier, or nil when its outcome is the origin's
-    /// (or a tier failure while falling back is off: then it is an ordinary failure, retried if
-    /// transient).
-    func tierStep(after transfer: Transfer, result: CURLcode) -> TierStep? {
+    /// The step after `transfer`, sent through the tier, when the tier failed: ask the origin
+    /// directly (``NextRequest/direct(cause:)``), or fail the attempt when the tier refused the
+    /// request (400, 403, 405: a bug in imgd, a client or target it does not allow; the origin is
+    /// not asked). Nil when its outcome is the origin's, or a tier failure while falling back is
+    /// off: then it is an ordinary failure, retried if transient.
+    func tierStep(after transfer: Transfer, result: CURLcode) -> NextRequest? {
         guard let tier = transfer.tier else { return nil }
         // Our own reasons for stopping (too large, not an image, a refused address) are ours.
         guard transfer.abort == nil else { return nil }
@@ -33,7 +25,7 @@ extension TransferEngine {
             if status < 500 {
                 return .refuse(.policyDenied("the tier \(tier.base) refused the request: \(reason)"))
             }
-            return tier.fallback ? .fallBack(cause: reason) : nil
+            return tier.fallback ? .direct(cause: reason) : nil
         }
         // No answer from the tier itself (its name, a connection, TLS with it, a timeout), or a
         // timeout once it answered: the origin may well answer.
@@ -43,6 +35,6 @@ extension TransferEngine {
         let error = FailureClassifier.classify(
             result, detail: transfer.errorDetail, bytesReceived: transfer.bytesReceived, responseStatus: status,
             maxRedirects: policy.maxRedirects)
-        return .fallBack(cause: "no answer (\(error.code))")
+        return .direct(cause: "no answer (\(error.code))")
     }
 }
