@@ -369,15 +369,7 @@ struct DaemonServiceTests {
             ("ca-file = \"/nonexistent/ca.pem\"\n", 1, "ca-file: cannot read /nonexistent/ca.pem"),
         ])
     func badConfigurationFile(text: String, line: Int, mentions: String) async throws {
-        let scratch = try ScratchFolder()
-        defer { scratch.remove() }
-        try scratch.write("bad.toml", text)
-        let file = scratch.path + "/bad.toml"
-        let run = try await BinaryRunner.imgd(["--config", file], in: scratch.path, timeout: .seconds(30))
-        #expect(run.status == 2, "exit status \(run.status):\n\(run.stderr)")
-        #expect(run.stderr.contains("\(file):\(line):"), "the message does not name \(file):\(line):\n\(run.stderr)")
-        #expect(run.stderr.contains(mentions), "the message does not mention \(mentions):\n\(run.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: scratch.path + "/imgd-data"), "imgd made its folders before refusing")
+        try await expectConfigurationRefused(text, line: line, mentions: mentions)
     }
 
     @Test("--config in any TOML 1.0 form (multi-line and literal strings, 0x integers, comments, arrays over lines) starts and reloads")
