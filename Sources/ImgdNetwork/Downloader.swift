@@ -90,6 +90,11 @@ public final class Downloader: Sendable {
     /// outcome goes to the observer. Returns whether one was queued: not when the entry is not
     /// due, nor when ``DownloadPolicy/maxPendingRevalidations`` are pending already (the entry
     /// stays due, for a later use). Cheap: no I/O.
+    ///
+    /// A revalidation that failed is remembered like any failure of its URL
+    /// (``DownloadPolicy/failureMemory``): meanwhile a use of the still-due entry asks nothing,
+    /// and the observer hears nothing more (it heard the failure once); after it, the next use
+    /// asks again.
     @discardableResult
     public func revalidateIfDue(_ request: ImageRequest, entry: IndexEntry) -> Bool {
         let policy = refresh.withLock { $0 }
@@ -100,7 +105,7 @@ public final class Downloader: Sendable {
         let token = FetchToken(
             request: request, priority: .prefetch, submitter: revalidationSubmitter, held: pendingRevalidations,
             handler: { url, result in observer?(url, result) },
-            validators: Validators(etag: entry.etag, lastModified: entry.lastModified))
+            validators: Validators(etag: entry.etag, lastModified: entry.lastModified), isWithdrawnWhenRemembered: true)
         if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
         return true
     }

@@ -23,6 +23,10 @@ final class FetchToken: Sendable {
     let priority: FetchPriority
     /// Set for a revalidation of a cached entry (``Validators``).
     let validators: Validators?
+    /// Set for a request nobody waits on for its own sake (the revalidation of an entry that
+    /// was due when used, and served): a failure remembered for its URL withdraws it unanswered,
+    /// instead of answering it with that failure again at every use.
+    let isWithdrawnWhenRemembered: Bool
     let submitter: SubmitterID
     private let handler: Handler?
     /// Where a waiting task finds the result (none with a handler).
@@ -33,9 +37,10 @@ final class FetchToken: Sendable {
 
     init(
         request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
-        handler: Handler? = nil, validators: Validators? = nil
+        handler: Handler? = nil, validators: Validators? = nil, isWithdrawnWhenRemembered: Bool = false
     ) {
         self.validators = validators
+        self.isWithdrawnWhenRemembered = isWithdrawnWhenRemembered
         self.url = request.url
         self.key = request.key
         self.expectedSHA256 = request.expectedSHA256
@@ -82,13 +87,25 @@ final class FetchToken: Sendable {
 
     /// Delivers the result (once; later calls do nothing).
     func answer(_ outcome: Outcome) {
+        guard close() else { return }
+        if let handler { handler(url, outcome) } else { result?.fulfill(outcome) }
+    }
+
+    /// Ends a request made with a handler without calling it (``isWithdrawnWhenRemembered``):
+    /// its count is given back, and a later answer does nothing.
+    func withdraw() {
+        precondition(handler != nil, "a request someone waits on must be answered")
+        _ = close()
+    }
+
+    /// Marks the request answered and gives its count back; false if it already was.
+    private func close() -> Bool {
         let isFirst: Bool = state.withLock { state in
             guard !state.isAnswered else { return false }
             state.isAnswered = true
             return true
         }
-        guard isFirst else { return }
-        held?.release(bytes: HeldRequests.bytes(of: url))
-        if let handler { handler(url, outcome) } else { result?.fulfill(outcome) }
+        if isFirst { held?.release(bytes: HeldRequests.bytes(of: url)) }
+        return isFirst
     }
 }

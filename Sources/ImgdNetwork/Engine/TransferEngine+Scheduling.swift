@@ -15,7 +15,13 @@ extension TransferEngine {
         if let remembered = failures.failure(for: token.key, now: .now) {
             counters.rememberedFailures += 1
             publishStatistics()
-            token.answer(.failure(remembered.error))
+            if token.isWithdrawnWhenRemembered {
+                // A due entry used again while its revalidation's failure is remembered: it
+                // was served, and the failure was told once already.
+                token.withdraw()
+            } else {
+                token.answer(.failure(remembered.error))
+            }
             return
         }
         if let job = jobs[token.key] {
