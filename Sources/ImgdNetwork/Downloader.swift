@@ -91,9 +91,10 @@ public final class Downloader: Sendable {
     /// due, nor when ``DownloadPolicy/maxPendingRevalidations`` are pending already (the entry
     /// stays due, for a later use). Cheap: no I/O.
     ///
-    /// A revalidation that failed is remembered like any failure of its URL
-    /// (``DownloadPolicy/failureMemory``): meanwhile a use of the still-due entry asks nothing,
-    /// and the observer hears nothing more (it heard the failure once); after it, the next use
+    /// Each outcome is heard once: a use of the still-due entry while its revalidation (or a
+    /// fetch of its key) is under way asks nothing and adds no outcome. A revalidation that
+    /// failed is remembered like any failure of its URL (``DownloadPolicy/failureMemory``):
+    /// meanwhile uses ask nothing and the observer hears nothing more; after it, the next use
     /// asks again.
     @discardableResult
     public func revalidateIfDue(_ request: ImageRequest, entry: IndexEntry) -> Bool {
@@ -105,7 +106,7 @@ public final class Downloader: Sendable {
         let token = FetchToken(
             request: request, priority: .prefetch, submitter: revalidationSubmitter, held: pendingRevalidations,
             handler: { url, result in observer?(url, result) },
-            validators: Validators(etag: entry.etag, lastModified: entry.lastModified), isWithdrawnWhenRemembered: true)
+            validators: Validators(etag: entry.etag, lastModified: entry.lastModified), isDueRevalidation: true)
         if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
         return true
     }

@@ -309,6 +309,39 @@ struct DaemonFreshnessTests {
         }
     }
 
+    @Test("uses of a due entry while its revalidation is held by the origin ask nothing more: its failure (500) is one failed event, one failure counted")
+    func usesWhileRevalidationUnderWay() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--refresh", "1d", "--attempts", "1"])
+            defer { daemon.killIfRunning() }
+            let events = try await daemon.subscribe(["failed"])
+            // One entry under a chosen key, fetched by a URL answered at once; then used by one
+            // whose every answer waits for a gate, and whose conditional requests get a 500.
+            let quick = server.url("/fresh/w.png?cc=no-cache"), held = server.url("/fresh/w.png?cc=no-cache&cond_status=500&gate=w")
+            _ = try await Self.get(daemon, quick, #","key":"w""#)
+            for _ in 0..<4 {
+                let served = try await Self.get(daemon, held, #","key":"w""#)
+                #expect(["disk", "memory"].contains(served["source"] as? String ?? ""), "\(served)")
+            }
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the conditional request reached the origin")
+            server.openGate("w")
+            #expect(await events.first("failed") { $0["url"] as? String == held } != nil, "\(daemon.log)")
+            // A failure published after the four uses: events come in order, so another failed
+            // event of theirs would be there before it.
+            let missing = server.url("/status/404")
+            _ = try await daemon.call(#"{"cmd":"get","url":"\#(missing)"}"#)
+            #expect(await events.first("failed") { $0["url"] as? String == missing } != nil)
+            let told = events.events.filter { $0.name == "failed" && $0.data["url"] as? String == held }
+            #expect(told.count == 1, "\(events.events.map(\.line))")
+            #expect(Self.conditionals(server, "/fresh/w.png") == 1)
+            let counted = try await Self.stats(daemon)
+            #expect((counted["failures"] as? [String: Any])?["http_500"] as? Int == 1, "\(counted)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("a revalidation that times out keeps serving the entry: failed as timeout, the file as it was")
     func timedOutRevalidationKeepsServing() async throws {
         let scratch = try ScratchFolder()

@@ -5,27 +5,58 @@ import Testing
 
 @testable import ImgdNetwork
 
-/// A due entry's revalidation that fails is remembered like any failure of its URL: the entry
-/// keeps being served, and its failure is told once, not at every use.
-@Suite("A failed revalidation of a due entry is told once", .timeLimit(.minutes(2)), .offThePool)
+/// A due entry is served at every use, and revalidated once for many uses: what a revalidation
+/// came to is heard once, not once a use, whether the uses come while it is under way or while
+/// its failure is remembered.
+@Suite("A due entry's revalidation is heard once", .timeLimit(.minutes(2)), .offThePool)
 struct DownloaderFailedRevalidationTests {
     private static func conditionalRequests(_ server: TestHTTPServer) -> Int {
         server.requests.filter { !$0.values(of: "If-None-Match").isEmpty }.count
     }
 
-    @Test("the observer hears the failure once; uses while it is remembered ask nothing and tell nothing; once it lapses, the next use asks again")
-    func toldOnce() async throws {
-        let fixture = try await DownloaderFixture(policy: DownloaderFixture.testPolicy {
-            $0.failureMemory = .seconds(2)
-            $0.retry.maxAttempts = 1
-        })
+    /// A downloader revalidating every use (no-cache), whose revalidations' outcomes are collected.
+    private static func start() async throws -> (DownloaderFixture, Locked<[Result<CachedImage, DownloadError>]>) {
+        let fixture = try await DownloaderFixture(policy: DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 })
         fixture.downloader.update(refresh: RefreshPolicy(rule: .respectHeaders))
         let heard = Locked<[Result<CachedImage, DownloadError>]>([])
         fixture.downloader.observeRevalidations { _, result in heard.withLock { $0.append(result) } }
-        // no-cache: every use is due; the origin answers conditional requests 500.
-        let url = try fixture.url("/fresh/told-once.png?cc=no-cache&cond_status=500")
-        let cached = try await fixture.downloader.fetch(url)
-        #expect(cached.source == .network)
+        return (fixture, heard)
+    }
+
+    @Test("uses while the revalidation is held by the origin ask nothing more; its failure is heard once")
+    func usesWhileUnderWay() async throws {
+        let (fixture, heard) = try await Self.start()
+        // One entry under a chosen key: cached by a URL answered at once, then used by one whose
+        // every answer waits for a gate, and whose conditional requests are answered 500.
+        let quick = fixture.downloader.request(for: try fixture.url("/fresh/u.png?cc=no-cache"), chosenKey: "u")
+        let held = fixture.downloader.request(for: try fixture.url("/fresh/u.png?cc=no-cache&cond_status=500&gate=u"), chosenKey: "u")
+        #expect(try await fixture.downloader.fetch(quick).source == .network)
+        #expect(try await fixture.downloader.fetch(held).source == .disk)
+        #expect(await fixture.server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the revalidation reached the origin")
+        let withdrawnBefore = fixture.downloader.statistics.coalesced
+        for _ in 0..<4 {
+            #expect(try await fixture.downloader.fetch(held).source == .disk)
+        }
+        fixture.server.openGate("u")
+        #expect(await eventually(timeout: .seconds(10)) { heard.withLock { $0.count } >= 1 })
+        // Another key's failure, asked after the four uses: once it is in, theirs would be too.
+        _ = try? await fixture.downloader.fetch(try fixture.url("/status/404"))
+        #expect(heard.withLock { $0.count } == 1, "\(heard.withLock { $0 })")
+        guard case .failure(let error)? = heard.withLock({ $0.first }) else {
+            Issue.record("the revalidation did not fail: \(heard.withLock { $0 })")
+            return
+        }
+        #expect(error.code == "http_500")
+        #expect(Self.conditionalRequests(fixture.server) == 1)
+        #expect(fixture.downloader.statistics.coalesced == withdrawnBefore, "a use joined the revalidation instead of being withdrawn")
+        try await fixture.close()
+    }
+
+    @Test("uses while the failure is remembered ask nothing and tell nothing; once it is forgotten, the next use asks again")
+    func usesWhileRemembered() async throws {
+        let (fixture, heard) = try await Self.start()
+        let url = try fixture.url("/fresh/r.png?cc=no-cache&cond_status=500")
+        #expect(try await fixture.downloader.fetch(url).source == .network)
 
         // A due use: served from disk, and the revalidation fails.
         #expect(try await fixture.downloader.fetch(url).source == .disk)
@@ -37,8 +68,8 @@ struct DownloaderFailedRevalidationTests {
         #expect(error.code == "http_500")
         let rememberedBefore = fixture.downloader.statistics.rememberedFailures
 
-        // Five more uses while the failure is remembered: each served, each revalidation
-        // withdrawn on the engine's thread (counted there), none asked or heard.
+        // Five more uses while the failure is remembered (10 min): each served, each
+        // revalidation withdrawn on the engine's thread (counted there), none asked or heard.
         for _ in 0..<5 {
             #expect(try await fixture.downloader.fetch(url).source == .disk)
         }
@@ -49,14 +80,11 @@ struct DownloaderFailedRevalidationTests {
         #expect(Self.conditionalRequests(fixture.server) == 1)
         #expect(fixture.downloader.statistics.failed == 1)
 
-        // Once the 2 s memory lapses, a use asks again (and its failure is heard again).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while Self.conditionalRequests(fixture.server) < 2, ContinuousClock.now < deadline {
-            #expect(try await fixture.downloader.fetch(url).source == .disk)
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(Self.conditionalRequests(fixture.server) == 2)
+        // Forgotten (as when the memory lapses), the failure no longer holds the entry back.
+        fixture.downloader.forgetFailures(of: url)
+        #expect(try await fixture.downloader.fetch(url).source == .disk)
         #expect(await eventually(timeout: .seconds(10)) { heard.withLock { $0.count } == 2 })
+        #expect(Self.conditionalRequests(fixture.server) == 2)
         try await fixture.close()
     }
 }

@@ -20,7 +20,8 @@ public struct DownloaderStatistics: Sendable, Equatable {
     public var coalesced = 0
     /// Revalidations answered `304 Not Modified`: the entry's freshness renewed, its file untouched.
     public var revalidated = 0
-    /// Requests answered from the remembered-failure table.
+    /// Requests answered from the remembered-failure table (or withdrawn because of it: the
+    /// revalidation of a due entry whose failure was told already).
     public var rememberedFailures = 0
     /// Body bytes of published images.
     public var bytesDownloaded = 0

@@ -1,6 +1,7 @@
 import ImgdCore
 
-/// One request for one URL: carries it into the engine and its result back, exactly once.
+/// One request for one URL: carries it into the engine and its result back, exactly once (or,
+/// for a revalidation of a due entry that adds nothing, ends it unanswered: ``withdraw()``).
 ///
 /// The result goes either to a waiting task (a ``Promise``, for ``Downloader/fetch(_:priority:submitter:)``)
 /// or to a handler called on the engine thread (for ``Downloader/prefetch(_:submitter:priority:limit:handler:)``,
@@ -23,24 +24,26 @@ final class FetchToken: Sendable {
     let priority: FetchPriority
     /// Set for a revalidation of a cached entry (``Validators``).
     let validators: Validators?
-    /// Set for a request nobody waits on for its own sake (the revalidation of an entry that
-    /// was due when used, and served): a failure remembered for its URL withdraws it unanswered,
-    /// instead of answering it with that failure again at every use.
-    let isWithdrawnWhenRemembered: Bool
+    /// Set for the revalidation of an entry that was due when used (and was served): nobody
+    /// waits on it for its own sake. The engine withdraws it unanswered when it would add
+    /// nothing: a revalidation or fetch of its key is already under way (that one's outcome is
+    /// told), or a failure of its key is remembered (told when it happened).
+    let isDueRevalidation: Bool
     let submitter: SubmitterID
     private let handler: Handler?
     /// Where a waiting task finds the result (none with a handler).
     private let result: Promise<Outcome>?
-    /// The count this request was taken from; given back once, when it is answered.
+    /// The count this request was taken from; given back once, when it is answered or withdrawn.
     private let held: HeldRequests?
     private let state = Locked(State())
 
     init(
         request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
-        handler: Handler? = nil, validators: Validators? = nil, isWithdrawnWhenRemembered: Bool = false
+        handler: Handler? = nil, validators: Validators? = nil, isDueRevalidation: Bool = false
     ) {
+        precondition(!isDueRevalidation || handler != nil, "a request someone waits on cannot be withdrawn")
         self.validators = validators
-        self.isWithdrawnWhenRemembered = isWithdrawnWhenRemembered
+        self.isDueRevalidation = isDueRevalidation
         self.url = request.url
         self.key = request.key
         self.expectedSHA256 = request.expectedSHA256
@@ -91,10 +94,9 @@ final class FetchToken: Sendable {
         if let handler { handler(url, outcome) } else { result?.fulfill(outcome) }
     }
 
-    /// Ends a request made with a handler without calling it (``isWithdrawnWhenRemembered``):
-    /// its count is given back, and a later answer does nothing.
+    /// Ends a request without calling its handler (``isDueRevalidation``): its count is given
+    /// back, and a later answer does nothing.
     func withdraw() {
-        precondition(handler != nil, "a request someone waits on must be answered")
         _ = close()
     }
 

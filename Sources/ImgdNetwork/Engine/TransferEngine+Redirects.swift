@@ -13,9 +13,8 @@ extension TransferEngine {
 
     /// The hop to take after `transfer` (``NextRequest/follow(_:)``, or
     /// ``NextRequest/refuse(_:)`` when the redirect may not be followed), or nil when its
-    /// response is not a redirect to follow
-    /// (not a redirect status, no `Location`, or the request itself failed): it is then
-    /// concluded as any other. A redirect whose `Location` libcurl cannot parse is concluded as
+    /// response is not a redirect to follow (not a redirect status, no `Location`, or the
+    /// request itself failed): it is then concluded as any other. A redirect whose `Location` libcurl cannot parse is concluded as
     /// its status (`http_302`), as one without a `Location` is.
     func redirectStep(after transfer: Transfer, result: CURLcode) -> NextRequest? {
         let easy = transfer.easy

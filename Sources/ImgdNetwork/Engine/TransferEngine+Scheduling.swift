@@ -15,13 +15,17 @@ extension TransferEngine {
         if let remembered = failures.failure(for: token.key, now: .now) {
             counters.rememberedFailures += 1
             publishStatistics()
-            if token.isWithdrawnWhenRemembered {
-                // A due entry used again while its revalidation's failure is remembered: it
-                // was served, and the failure was told once already.
+            if token.isDueRevalidation {
+                // The entry was served; the failure was told when it happened.
                 token.withdraw()
             } else {
                 token.answer(.failure(remembered.error))
             }
+            return
+        }
+        if token.isDueRevalidation, jobs[token.key] != nil {
+            // The entry was served; what is under way for its key settles it, and is told.
+            token.withdraw()
             return
         }
         if let job = jobs[token.key] {
