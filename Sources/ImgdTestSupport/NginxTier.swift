@@ -79,8 +79,8 @@ public final class NginxTier: Sendable {
     ///
     /// nginx writes a request's line in its log phase, after the response has gone out, so a
     /// client holding its reply may read the log before the line is there: a plain read races
-    /// nginx. Wait for the lines a test knows must come, then assert on what is there (an extra
-    /// line still shows, a missing one shows after the deadline).
+    /// nginx. Wait for the lines a test knows must come, then assert on what is there: a missing
+    /// line fails after the deadline; an extra one shows only if nginx has logged it by then.
     public func logged(atLeast count: Int, timeout: Duration = .seconds(10), where matching: (String) -> Bool) async -> [String] {
         var lines: [String] = []
         _ = await eventually(timeout: timeout) {

@@ -13,8 +13,7 @@ public final class RequestOrder: Sendable {
 
     /// The target (path and query) of every request so far, over every server sharing the log,
     /// in order of arrival.
-    /// (A copy in storage of its own: see ``TestHTTPServerState/reading(_:)``.)
-    public var all: [String] { targets.withLockedValue { TestHTTPServerState.ownedCopy($0) } }
+    public var all: [String] { targets.withLockedValue { $0.ownedCopy() } }
 
     func append(_ target: String) {
         targets.withLockedValue { $0.append(target) }

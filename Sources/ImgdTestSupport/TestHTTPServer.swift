@@ -166,14 +166,14 @@ public final class TestHTTPServer: Sendable {
     public var http2Requests: Int { state.reading(\.http2Requests) }
 
     /// Request-targets in arrival order.
-    public var requestLog: [String] { state.reading { TestHTTPServerState.ownedCopy($0.requestLog) } }
+    public var requestLog: [String] { state.reading { $0.requestLog.ownedCopy() } }
 
     /// When the first request head arrived since start or ``resetCounters()``, taken on the
     /// server's event loop (a test timing a run does not depend on when its own task polls).
     public var firstRequestAt: ContinuousClock.Instant? { state.reading(\.firstRequestAt) }
 
     /// Every request with its header fields, in arrival order (forgotten by ``resetCounters()``).
-    public var requests: [RecordedRequest] { state.reading { TestHTTPServerState.ownedCopy($0.requests) } }
+    public var requests: [RecordedRequest] { state.reading { $0.requests.ownedCopy() } }
 
     /// Requests whose head has arrived and whose response end is not yet written (nor their
     /// connection closed). Held, delayed, slow and stalled requests count.

@@ -76,17 +76,10 @@ final class TestHTTPServerState: Sendable {
 
     /// Runs `body` on the counters under the lock and returns what it makes of them.
     ///
-    /// The counters are read in place, never copied out: a copy shares its arrays' storage, so
-    /// the next append would be ordered after a read of that copy only by the storage's reference
-    /// count, whose atomics live in the uninstrumented Swift runtime, and ThreadSanitizer would
-    /// report a race that is not one. An array handed out must be ``ownedCopy(_:)``.
+    /// The counters are read in place, never copied out, and an array handed out must be an
+    /// `ownedCopy()` (see there for why).
     func reading<Value>(_ body: (Counters) -> Value) -> Value {
         state.withLockedValue { body($0.counters) }
-    }
-
-    /// A copy of `array` in storage of its own, which no later append to the original can touch.
-    static func ownedCopy<Element>(_ array: [Element]) -> [Element] {
-        array.map { $0 }
     }
 
     /// Forgets logged requests, connection and peak counts; requests still in flight stay counted

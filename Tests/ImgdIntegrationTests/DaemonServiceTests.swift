@@ -475,7 +475,10 @@ struct DaemonServiceTests {
             #expect(purged, "pressure_events did not become 1: \(after); log:\n\(daemon.log)")
             #expect((after["memory"] as? [String: Any])?["bytes"] as? Int == 0, "memory not purged: \(after)")
             #expect((after["memory"] as? [String: Any])?["entries"] as? Int == 0, "memory not purged: \(after)")
-            #expect(daemon.log.contains("memory pressure (systemd, event 1): purged the memory tier"), "the event was not logged:\n\(daemon.log)")
+            // Counted before it is logged: the line follows.
+            #expect(
+                await eventually(timeout: .seconds(10)) { daemon.log.contains("memory pressure (systemd, event 1): purged the memory tier") },
+                "the event was not logged:\n\(daemon.log)")
 
             // purge memory counts as an event too.
             let purgeMemory = try await daemon.result(#"{"cmd":"purge","tier":"memory"}"#)

@@ -116,7 +116,7 @@ struct DownloaderRateCapTests {
             let urls = try (0..<4).map { try fixture.url("/img/h2-\($0).png?bytes=1000000") }
             let answers = DownloaderPrefetchTests.Answers()
             // Pauses only add up (how many are paused *now* rises and falls at every refill, and a
-            // poller can miss it): two more than before are two holds of the prefetch streams.
+            // poller can miss it): two more than before, and the prefetch is being held back.
             let pausedBefore = fixture.downloader.statistics.throttled
             let started = ContinuousClock.now
             fixture.downloader.prefetch(urls, submitter: fixture.downloader.makeSubmitter()) { answers.record($0, $1) }

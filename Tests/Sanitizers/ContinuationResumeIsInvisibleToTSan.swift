@@ -7,7 +7,7 @@ import Foundation
 final class Answer: Sendable {}
 
 /// Two threads that resume each continuation as soon as they are handed it, so that a resume
-/// often comes before the task has suspended.
+/// often comes before the task has suspended. (`@unchecked`: `condition` guards `waiting`.)
 final class Resumer: @unchecked Sendable {
     private let condition = NSCondition()
     private var waiting: [UnsafeContinuation<Answer, any Error>] = []
