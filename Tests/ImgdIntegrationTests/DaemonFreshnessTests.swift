@@ -35,6 +35,25 @@ struct DaemonFreshnessTests {
         try await daemon.result(#"{"cmd":"stats"}"#)
     }
 
+    /// Expects that `url`'s revalidation failed (`http_500`) was told once, however often the
+    /// entry was used: one `failed` event for it, one conditional request to targets starting
+    /// with `conditionalsTo`, one failure counted. Another URL's failure, asked for now, marks
+    /// the end: events come in order, so a later `failed` event of the uses before would be
+    /// there before its.
+    private static func expectToldOnce(
+        _ url: String, daemon: DaemonProcess, events: EventSubscription, server: TestHTTPServer, conditionalsTo prefix: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let missing = server.url("/status/404")
+        _ = try await daemon.call(#"{"cmd":"get","url":"\#(missing)"}"#)
+        #expect(await events.first("failed") { $0["url"] as? String == missing } != nil, sourceLocation: sourceLocation)
+        let told = events.events.filter { $0.name == "failed" && $0.data["url"] as? String == url }
+        #expect(told.count == 1, "\(events.events.map(\.line))", sourceLocation: sourceLocation)
+        #expect(conditionals(server, prefix) == 1, sourceLocation: sourceLocation)
+        let counted = try await stats(daemon)
+        #expect((counted["failures"] as? [String: Any])?["http_500"] as? Int == 1, "\(counted)", sourceLocation: sourceLocation)
+    }
+
     @Test("a due get is answered from the cache at once; the conditional request follows; 304 → revalidated (stats, event), same inode, freshness renewed; refresh off asks nothing")
     func dueGetRevalidates304() async throws {
         let scratch = try ScratchFolder()
@@ -295,16 +314,7 @@ struct DaemonFreshnessTests {
                 #expect(["disk", "memory"].contains(later["source"] as? String ?? ""), "\(later)")
                 #expect(FileManager.default.fileExists(atPath: later["path"] as? String ?? ""))
             }
-            // A failure published after those uses: events come in order, so a failed event of
-            // theirs would be there before it.
-            let missing = server.url("/status/404")
-            _ = try await daemon.call(#"{"cmd":"get","url":"\#(missing)"}"#)
-            #expect(await events.first("failed") { $0["url"] as? String == missing } != nil)
-            let told = events.events.filter { $0.name == "failed" && $0.data["url"] as? String == url }
-            #expect(told.count == 1, "\(events.events.map(\.line))")
-            #expect(Self.conditionals(server, "/fresh/f.png") == 1)
-            let counted = try await Self.stats(daemon)
-            #expect((counted["failures"] as? [String: Any])?["http_500"] as? Int == 1, "\(counted)")
+            try await Self.expectToldOnce(url, daemon: daemon, events: events, server: server, conditionalsTo: "/fresh/f.png")
             #expect(await daemon.stop() == 0)
         }
     }
@@ -328,16 +338,7 @@ struct DaemonFreshnessTests {
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the conditional request reached the origin")
             server.openGate("w")
             #expect(await events.first("failed") { $0["url"] as? String == held } != nil, "\(daemon.log)")
-            // A failure published after the four uses: events come in order, so another failed
-            // event of theirs would be there before it.
-            let missing = server.url("/status/404")
-            _ = try await daemon.call(#"{"cmd":"get","url":"\#(missing)"}"#)
-            #expect(await events.first("failed") { $0["url"] as? String == missing } != nil)
-            let told = events.events.filter { $0.name == "failed" && $0.data["url"] as? String == held }
-            #expect(told.count == 1, "\(events.events.map(\.line))")
-            #expect(Self.conditionals(server, "/fresh/w.png") == 1)
-            let counted = try await Self.stats(daemon)
-            #expect((counted["failures"] as? [String: Any])?["http_500"] as? Int == 1, "\(counted)")
+            try await Self.expectToldOnce(held, daemon: daemon, events: events, server: server, conditionalsTo: "/fresh/w.png")
             #expect(await daemon.stop() == 0)
         }
     }
