@@ -23,7 +23,26 @@ struct DownloaderFailedRevalidationTests {
         return (fixture, heard)
     }
 
-    @Test("uses while the revalidation is held by the origin ask nothing more; its failure is heard once")
+    /// After a failed revalidation of `quick`'s key: once the failure is forgotten, a use by
+    /// `quick` (whose conditional requests are answered 304) revalidates the entry, heard as a
+    /// success: the failure and the withdrawn uses left nothing behind.
+    private static func expectRecovers(
+        _ fixture: DownloaderFixture, _ heard: Locked<[Result<CachedImage, DownloadError>]>, by quick: ImageRequest,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let heardBefore = heard.withLock { $0.count }
+        fixture.downloader.forgetFailures(of: [quick.key])
+        #expect(try await fixture.downloader.fetch(quick).source == .disk, sourceLocation: sourceLocation)
+        #expect(await eventually(timeout: .seconds(10)) { heard.withLock { $0.count } == heardBefore + 1 }, sourceLocation: sourceLocation)
+        guard case .success(let image)? = heard.withLock({ $0.last }) else {
+            Issue.record("the revalidation after the failure did not succeed: \(heard.withLock { $0 })", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(image.source == .disk, "a 304 leaves the file as it is", sourceLocation: sourceLocation)
+        #expect(fixture.downloader.statistics.revalidated == 1, sourceLocation: sourceLocation)
+    }
+
+    @Test("uses while the revalidation is held by the origin ask nothing more; its failure is heard once; then a 304 revalidates it")
     func usesWhileUnderWay() async throws {
         let (fixture, heard) = try await Self.start()
         // One entry under a chosen key: cached by a URL answered at once, then used by one whose
@@ -49,14 +68,18 @@ struct DownloaderFailedRevalidationTests {
         #expect(error.code == "http_500")
         #expect(Self.conditionalRequests(fixture.server) == 1)
         #expect(fixture.downloader.statistics.coalesced == withdrawnBefore, "a use joined the revalidation instead of being withdrawn")
+        try await Self.expectRecovers(fixture, heard, by: quick)
         try await fixture.close()
     }
 
-    @Test("uses while the failure is remembered ask nothing and tell nothing; once it is forgotten, the next use asks again")
+    @Test("uses while the failure is remembered ask nothing and tell nothing; once it is forgotten, the next use asks again; then a 304 revalidates it")
     func usesWhileRemembered() async throws {
         let (fixture, heard) = try await Self.start()
-        let url = try fixture.url("/fresh/r.png?cc=no-cache&cond_status=500")
-        #expect(try await fixture.downloader.fetch(url).source == .network)
+        // One entry under a chosen key: cached by a URL whose conditional requests get a 304,
+        // used by one whose conditional requests get a 500.
+        let quick = fixture.downloader.request(for: try fixture.url("/fresh/r.png?cc=no-cache"), chosenKey: "r")
+        let url = fixture.downloader.request(for: try fixture.url("/fresh/r.png?cc=no-cache&cond_status=500"), chosenKey: "r")
+        #expect(try await fixture.downloader.fetch(quick).source == .network)
 
         // A due use: served from disk, and the revalidation fails.
         #expect(try await fixture.downloader.fetch(url).source == .disk)
@@ -81,10 +104,11 @@ struct DownloaderFailedRevalidationTests {
         #expect(fixture.downloader.statistics.failed == 1)
 
         // Forgotten (as when the memory lapses), the failure no longer holds the entry back.
-        fixture.downloader.forgetFailures(of: url)
+        fixture.downloader.forgetFailures(of: [url.key])
         #expect(try await fixture.downloader.fetch(url).source == .disk)
         #expect(await eventually(timeout: .seconds(10)) { heard.withLock { $0.count } == 2 })
         #expect(Self.conditionalRequests(fixture.server) == 2)
+        try await Self.expectRecovers(fixture, heard, by: quick)
         try await fixture.close()
     }
 }
