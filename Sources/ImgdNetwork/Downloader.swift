@@ -106,37 +106,52 @@ public final class Downloader: Sendable {
         let token = FetchToken(
             request: request, priority: .prefetch, submitter: revalidationSubmitter, held: pendingRevalidations,
             handler: { url, result in observer?(url, result) },
-            validators: Validators(etag: entry.etag, lastModified: entry.lastModified), isDueRevalidation: true)
+            validators: validators(of: entry, for: request), isDueRevalidation: true)
         if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
         return true
     }
 
+    /// What ``revalidate(_:priority:limit:caller:handler:)`` took on: how many revalidations it
+    /// asked for, and the requests whose entry is not cached (nothing is done for them).
+    public struct Revalidation: Sendable {
+        /// Revalidations asked for, one per key: each gets one outcome.
+        public let asked: Int
+        /// The requests whose entry is not cached, one per key.
+        public let missing: [ImageRequest]
+    }
+
     /// Revalidates every one of `requests` whose entry is cached, due or not (`imgctl refresh`):
     /// a conditional request each, at `priority`; each outcome goes to `handler` (a `304` is a
-    /// success from `.disk`, a new body one from `.network`). Returns the requests whose entry is
-    /// not cached: nothing is done for them.
+    /// success from `.disk`, a new body one from `.network`). Requests naming one key are one
+    /// revalidation (the first of them). The revalidations are held requests like any: with
+    /// `limit`, when they would take ``heldRequests`` or ``heldRequestBytes`` (or, for `caller`,
+    /// its share) past it, nothing is asked and the result is nil.
     public func revalidate(
-        _ requests: [ImageRequest], priority: FetchPriority = .prefetch,
+        _ requests: [ImageRequest], priority: FetchPriority = .prefetch, limit: HeldRequestLimit? = nil, caller: UInt32? = nil,
         handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
-    ) -> [ImageRequest] {
-        let cached = cache.lookup(requests.map(\.key))
+    ) -> Revalidation? {
+        var seen = Set<CacheKey>()
+        let unique = requests.filter { seen.insert($0.key).inserted }
+        let cached = cache.lookup(unique.map(\.key))
         var missing: [ImageRequest] = []
-        var tokens: [FetchToken] = []
-        for request in requests {
-            guard let found = cached[request.key] else {
-                missing.append(request)
-                continue
-            }
-            tokens.append(FetchToken(
-                request: request, priority: priority, submitter: revalidationSubmitter, handler: handler,
-                validators: Validators(etag: found.entry.etag, lastModified: found.entry.lastModified)))
+        var found: [(ImageRequest, IndexEntry)] = []
+        for request in unique {
+            if let entry = cached[request.key] { found.append((request, entry.entry)) } else { missing.append(request) }
+        }
+        let bytes = found.reduce(0) { $0 + HeldRequests.bytes(of: $1.0.url) }
+        let counted = limit != nil && caller != nil
+        guard held.take(found.count, bytes: bytes, limit: limit, caller: counted ? caller : nil) else { return nil }
+        let tokens = found.map { request, entry in
+            FetchToken(
+                request: request, priority: priority, submitter: revalidationSubmitter, held: held, handler: handler,
+                validators: validators(of: entry, for: request), caller: caller, countedForCaller: counted)
         }
         // A forced revalidation asks the origin even when its last failure is remembered.
         forgetFailures(of: tokens.map(\.key))
         if !tokens.isEmpty, !engine.send(.fetchAll(tokens)) {
             for token in tokens { token.answer(.failure(.cancelled)) }
         }
-        return missing
+        return Revalidation(asked: tokens.count, missing: missing)
     }
 
     /// `url`'s cache key under the key policy.
@@ -144,10 +159,29 @@ public final class Downloader: Sendable {
         keys.withLock { $0 }.key(for: url)
     }
 
-    /// The request for `url`: under the key `chosenKey` names when given, else its key under
-    /// the key policy; `sha256` is the digest its body must have.
-    public func request(for url: ImageURL, chosenKey: String? = nil, sha256: SHA256Digest? = nil) -> ImageRequest {
-        ImageRequest(url: url, key: chosenKey.map(CacheKey.init(chosen:)) ?? cacheKey(for: url), expectedSHA256: sha256)
+    /// The request for `url` under its key under the key policy; `sha256` is the digest its
+    /// body must have.
+    public func request(for url: ImageURL, sha256: SHA256Digest? = nil) -> ImageRequest {
+        ImageRequest(url: url, key: cacheKey(for: url), expectedSHA256: sha256)
+    }
+
+    /// The request for `url` on behalf of the uid `owner`: under the key `chosenKey` names in
+    /// `owner`'s own namespace (``CacheKey/init(chosen:owner:)``) when given, else under its
+    /// key under the key policy; `sha256` is the digest its body must have.
+    public func request(for url: ImageURL, chosenKey: String?, owner: UInt32, sha256: SHA256Digest? = nil) -> ImageRequest {
+        ImageRequest(url: url, key: chosenKey.map { CacheKey(chosen: $0, owner: owner) } ?? cacheKey(for: url), expectedSHA256: sha256)
+    }
+
+    /// The validators a revalidation of `entry` for `request` may send: only those that the
+    /// same URL's own response gave. The entry's URL must be the request's, or, for a key made
+    /// from the URL, a URL with the same key under the key policy (a signed URL's other
+    /// signature). Otherwise (an entry of a chosen key fetched from another URL, a row written
+    /// by an older imgd under a key it shares with a URL) the origin gets an unconditional
+    /// request: another URL's validators could make it answer `304` for bytes it never sent.
+    func validators(of entry: IndexEntry, for request: ImageRequest) -> Validators? {
+        let same = entry.url == request.url.normalized
+            || ((try? ImageURL(entry.url)).map { keys.withLock { $0 }.key(for: $0) == request.key } ?? false)
+        return same ? Validators(etag: entry.etag, lastModified: entry.lastModified) : nil
     }
 
     /// The image at `url` (keyed by the key policy), from disk if cached, else downloaded,
@@ -160,12 +194,13 @@ public final class Downloader: Sendable {
 
     /// The image `request` asks for, from disk if cached (with the digest it names, if any),
     /// else downloaded, validated and cached.
+    /// `caller` is the uid it is fetched for (``cancel(url:caller:)`` by that uid stops it).
     public func fetch(
-        _ request: ImageRequest, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive
+        _ request: ImageRequest, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive, caller: UInt32? = nil
     ) async throws(DownloadError) -> CachedImage {
         if let image = cachedImage(for: request) { return image }
         _ = held.take(1, bytes: HeldRequests.bytes(of: request.url), limit: nil)
-        let token = FetchToken(request: request, priority: priority, submitter: submitter, held: held)
+        let token = FetchToken(request: request, priority: priority, submitter: submitter, held: held, caller: caller)
         let outcome = await withTaskCancellationHandler {
             if token.beginWaiting(), !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
             return await token.outcome
@@ -199,11 +234,12 @@ public final class Downloader: Sendable {
 
     /// ``prefetch(_:submitter:priority:limit:handler:)`` for requests that carry their own key,
     /// digest and perhaps priority: an entry on disk under the key answers only when it has the
-    /// digest named.
+    /// digest named. `caller` is the uid they are asked for: ``cancel(url:caller:)`` by that
+    /// uid stops them, and with `limit` they count in its share (``HeldRequestLimit/callerRequests``).
     @discardableResult
     public func prefetch(
         _ requests: [ImageRequest], submitter: SubmitterID, priority: FetchPriority = .prefetch, limit: HeldRequestLimit? = nil,
-        handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
+        caller: UInt32? = nil, handler: @escaping @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void
     ) -> Bool {
         let cached = cache.lookup(requests.map(\.key))
         var found: [(ImageRequest, CachedEntry)] = []
@@ -217,7 +253,8 @@ public final class Downloader: Sendable {
         }
         // Decided before any handler runs, so a refused request has no effect at all.
         let missingBytes = missing.reduce(0) { $0 + HeldRequests.bytes(of: $1.url) }
-        guard held.take(missing.count, bytes: missingBytes, limit: limit) else { return false }
+        let counted = limit != nil && caller != nil
+        guard held.take(missing.count, bytes: missingBytes, limit: limit, caller: counted ? caller : nil) else { return false }
         let now = WallClock.nowMilliseconds()
         for (request, entry) in found {
             cache.index.recordAccess(request.key, at: now)
@@ -228,7 +265,9 @@ public final class Downloader: Sendable {
         }
         guard !missing.isEmpty else { return true }
         let tokens = missing.map {
-            FetchToken(request: $0, priority: $0.priority ?? priority, submitter: submitter, held: held, handler: handler)
+            FetchToken(
+                request: $0, priority: $0.priority ?? priority, submitter: submitter, held: held, handler: handler, caller: caller,
+                countedForCaller: counted)
         }
         if !engine.send(.fetchAll(tokens)) {
             for token in tokens { token.answer(.failure(.cancelled)) }
@@ -244,6 +283,9 @@ public final class Downloader: Sendable {
     /// The bytes of the URLs of ``heldRequests`` (each request counts its URL's, once per request).
     public var heldRequestBytes: Int { held.bytes }
 
+    /// The held requests counted in `caller`'s share now, and the bytes of their URLs.
+    public func heldRequests(by caller: UInt32) -> (requests: Int, bytes: Int) { held.held(by: caller) }
+
     /// The image `request` asks for if the disk tier has it (checked: see
     /// ``DiskCache/lookup(_:)``), with the digest it names.
     private func cachedImage(for request: ImageRequest) -> CachedImage? {
@@ -255,16 +297,18 @@ public final class Downloader: Sendable {
         return CachedImage(url: request.url, key: request.key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
     }
 
-    /// Cancels every request for `url`: each waiter gets ``DownloadError/cancelled``.
-    public func cancel(url: ImageURL) {
-        engine.send(.cancelURL(cacheKey(for: url), reply: nil))
+    /// Cancels the requests for `url`: every one when `caller` is nil, else only those asked
+    /// for `caller` (the others, and the download they share, go on). Each request cancelled is
+    /// answered ``DownloadError/cancelled``.
+    public func cancel(url: ImageURL, caller: UInt32? = nil) {
+        engine.send(.cancelURL(cacheKey(for: url), caller: caller, reply: nil))
     }
 
-    /// Cancels every request for `url`, as ``cancel(url:)`` does, and tells whether there was a
-    /// download of it to cancel (queued, running, being checked or waiting for a retry).
-    public func cancelDownload(of url: ImageURL) async -> Bool {
+    /// Cancels requests for `url`, as ``cancel(url:caller:)`` does, and tells whether there was
+    /// one to cancel (its download queued, running, being checked or waiting for a retry).
+    public func cancelDownload(of url: ImageURL, caller: UInt32? = nil) async -> Bool {
         await withCheckedContinuation { continuation in
-            if !engine.send(.cancelURL(cacheKey(for: url), reply: { continuation.resume(returning: $0) })) {
+            if !engine.send(.cancelURL(cacheKey(for: url), caller: caller, reply: { continuation.resume(returning: $0) })) {
                 continuation.resume(returning: false)
             }
         }

@@ -69,10 +69,18 @@ struct CacheKeyPolicyTests {
         #expect(try HostPattern("Images.Example.COM").matches("images.example.com"))
     }
 
-    @Test("a chosen key is hashed like a URL")
+    @Test("a chosen key lives in a namespace of its own per owner: never a URL's key, never another uid's")
     func chosenKey() throws {
-        #expect(CacheKey(chosen: "product-2") == CacheKey(normalizedURL: "product-2"))
-        #expect(CacheKey(chosen: "https://a.example/1.png") == (try ImageURL("https://a.example/1.png")).cacheKey)
+        let url = try ImageURL("https://a.example/1.png")
+        // A chosen key spelled like a URL (or like its normalised form) does not name its entry.
+        #expect(CacheKey(chosen: "https://a.example/1.png", owner: 0) != url.cacheKey)
+        #expect(CacheKey(chosen: url.normalized, owner: 1000) != url.cacheKey)
+        #expect(CacheKey(chosen: "https://a.example/1.png", owner: 0) != CacheKey(normalizedURL: "https://a.example/1.png"))
+        // One owner's key is one entry; another owner's same text is another.
+        #expect(CacheKey(chosen: "product-2", owner: 1000) == CacheKey(chosen: "product-2", owner: 1000))
+        #expect(CacheKey(chosen: "product-2", owner: 1000) != CacheKey(chosen: "product-2", owner: 65534))
+        // The uid ends at the first colon: (1, "0:x") is not (10, "x").
+        #expect(CacheKey(chosen: "0:x", owner: 1) != CacheKey(chosen: "x", owner: 10))
         #expect(SHA256Digest(hex: String(repeating: "Ab", count: 32))?.hex == String(repeating: "ab", count: 32))
         #expect(SHA256Digest(hex: String(repeating: "g", count: 64)) == nil)
         #expect(SHA256Digest(hex: "ab") == nil)

@@ -130,13 +130,14 @@ struct DaemonCommandHandlerTests {
 
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
-                "version", "pid", "uptime_s", "queued", "in_flight", "lists_active", "spool", "cache", "memory",
+                "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "spool", "cache", "memory",
                 "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded",
             ])
             #expect(status["max_rate"] == .null && status["max_rate_applies_to"] == "prefetch" && status["throttled_now"] == 0)
             #expect(status["pid"]?.intValue == Int(getpid()))
             #expect(status["spool"] == .string(fixture.folder + "/spool"))
             #expect(status["queued"]?.intValue == 0 && status["in_flight"]?.intValue == 0 && status["lists_active"]?.intValue == 0)
+            #expect(status["held"]?.intValue == 0 && status["held_bytes"]?.intValue == 0)
             let cache = try #require(status["cache"]?.objectValue)
             #expect(Self.keys(cache) == ["bytes", "entries", "limit", "pinned_bytes", "path"])
             #expect(cache["limit"]?.intValue == 1 << 30 && cache["path"] == .string(fixture.folder + "/cache"))

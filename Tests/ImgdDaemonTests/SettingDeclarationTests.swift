@@ -19,6 +19,7 @@ struct SettingDeclarationTests {
         "max-connections-per-peer": "32", "admin-group": nil, "pressure-threshold": "10", "log-level": "info", "max-list-bytes": "1GiB",
         "max-list-lines": "10000000", "max-add-urls": "10000", "max-queued": "100000", "max-data-bytes": "4MiB",
         "max-queued-bytes": "64MiB",
+        "max-queued-share": "25",
     ]
 
     @Test("every default is the value imgd had, whichever type now holds it")

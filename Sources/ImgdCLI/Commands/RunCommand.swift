@@ -73,6 +73,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("max-queued")) var maxQueued: String?
     @Option(help: .setting("max-data-bytes")) var maxDataBytes: String?
     @Option(help: .setting("max-queued-bytes")) var maxQueuedBytes: String?
+    @Option(help: .setting("max-queued-share")) var maxQueuedShare: String?
 
     /// The setting each option gives, by the option's flag name (`maxAddUrls` is
     /// `max-add-urls`, as swift-argument-parser names it), in declaration order; `--config` is

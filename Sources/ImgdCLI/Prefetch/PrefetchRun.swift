@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
@@ -68,7 +71,7 @@ struct PrefetchRun {
             case .success(let url):
                 // An object item's key and digest count here as in the daemon (its pin and
                 // priority mean nothing to a one-off run).
-                batch.append(downloader.request(for: url, chosenKey: entry.options.key, sha256: entry.options.sha256))
+                batch.append(downloader.request(for: url, chosenKey: entry.options.key, owner: getuid(), sha256: entry.options.sha256))
                 if batch.count == batchSize {
                     await submit(batch, submitter: submitter, window: window)
                     batch.removeAll(keepingCapacity: true)

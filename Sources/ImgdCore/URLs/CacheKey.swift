@@ -56,10 +56,17 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension CacheKey {
-    /// The key a caller chose for an image (an object link list's `key`, an `add` or `get`
-    /// with `key`): any string, hashed as a URL is, so a chosen key equal to a URL names that
-    /// URL's entry.
-    public init(chosen text: String) {
-        self.init(normalizedURL: text)
+    /// The key `owner` (a uid) chose for an image (an object link list's `key`, an `add` or a
+    /// `get` with `key`): any string, in a namespace of its own per owner.
+    ///
+    /// The text hashed is `imgd-key:<uid>:<text>`. A URL's key hashes its normalised form,
+    /// which starts with `http:` or `https:`, so no chosen key can name a URL's entry (a member
+    /// choosing `key = "http://victim/good.png"` gets an entry of their own, not the victim
+    /// URL's); and the uid keeps one member's chosen keys apart from another's, so a member
+    /// naming another's key, with or without another `sha256`, never replaces what the other's
+    /// lists rely on. The uid is written in decimal and ends at the first `:`, so no pair of
+    /// owner and text hashes the same as another pair.
+    public init(chosen text: String, owner: UInt32) {
+        self.init(normalizedURL: "imgd-key:\(owner):\(text)")
     }
 }

@@ -27,7 +27,7 @@ extension DaemonCommands {
             case .success(let options):
                 do {
                     let url = try ImageURL(text)
-                    var request = services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+                    var request = services.downloader.request(for: url, chosenKey: options.key, owner: self.request.peer.uid, sha256: options.sha256)
                     if options.isHighPriority { request.priority = .onDemand }
                     request.refresh = options.refresh ?? refresh
                     if let own = options.pin { pins[request.key] = Int(own.components.seconds) * 1000 }
@@ -43,10 +43,13 @@ extension DaemonCommands {
                 rejected.append(["url": .string(text), "code": .string(FailureCode.badURL.rawValue), "message": .string("\(error)")])
             }
         }
+        let limit = heldLimit
         let queued = services.downloader.prefetch(
-            requests, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: config.heldRequestLimit,
-            handler: outcomeReporter(pin: pin, pins: pins))
-        guard queued else { throw .queueFull(requests: config.maxQueued, bytes: config.maxQueuedBytes) }
+            requests, submitter: .interactive, priority: priority == "high" ? .onDemand : .prefetch, limit: limit,
+            caller: request.peer.uid, handler: outcomeReporter(pin: pin, pins: pins))
+        guard queued else {
+            throw queueFull(limit, adding: requests.count, bytes: requests.reduce(0) { $0 + $1.url.normalized.utf8.count })
+        }
         logChange("add: \(requests.count) URLs queued")
         return ["accepted": JSONValue(requests.count), "rejected": .array(rejected)]
     }
@@ -130,16 +133,18 @@ extension DaemonCommands {
         let downloader = services.downloader
         guard wait else {
             // No task per request: a held token, counted against max-queued like an add's.
-            let limit = services.config.withLock { $0.heldRequestLimit }
+            let limit = heldLimit
             // Its outcome is recorded like a waiting get's: the reply went out already.
-            guard downloader.prefetch([image], submitter: .interactive, priority: .onDemand, limit: limit, handler: outcomeReporter()) else {
-                throw .queueFull(requests: limit.requests, bytes: limit.bytes)
+            guard downloader.prefetch(
+                [image], submitter: .interactive, priority: .onDemand, limit: limit, caller: request.peer.uid, handler: outcomeReporter())
+            else {
+                throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count)
             }
             return ["pending": true]
         }
         let fetched: CachedImage
         do {
-            fetched = try await downloader.fetch(image, priority: .onDemand)
+            fetched = try await downloader.fetch(image, priority: .onDemand, caller: request.peer.uid)
             services.outcomes.record(url, .success(fetched))
         } catch {
             services.outcomes.record(url, .failure(error))

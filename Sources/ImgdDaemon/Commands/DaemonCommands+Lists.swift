@@ -32,7 +32,9 @@ extension DaemonCommands {
         }
         let url = try url()
         // 1 when a download of the URL was queued, running or waiting for a retry; 0 when none was.
-        let cancelled = await services.downloader.cancelDownload(of: url)
+        // A member's cancel stops that member's requests only (their gets, adds and lists' items);
+        // the privileged's stops everyone's.
+        let cancelled = await services.downloader.cancelDownload(of: url, caller: cancellingCaller)
         logChange("cancel: \(EchoedText.cut(url.normalized))\(cancelled ? "" : ", nothing to cancel")")
         return ["cancelled": cancelled ? 1 : 0]
     }
@@ -86,10 +88,12 @@ extension DaemonCommands {
         }
         if request.value("url") != nil {
             let url = try url()
-            let limit = services.config.withLock { $0.heldRequestLimit }
+            let limit = heldLimit
             services.downloader.forgetFailures(of: url)
-            guard services.downloader.prefetch([url], submitter: .interactive, priority: .prefetch, limit: limit, handler: outcomeReporter())
-            else { throw .queueFull(requests: limit.requests, bytes: limit.bytes) }
+            guard services.downloader.prefetch(
+                [services.downloader.request(for: url)], submitter: .interactive, priority: .prefetch, limit: limit,
+                caller: request.peer.uid, handler: outcomeReporter())
+            else { throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count) }
             logChange("retry: \(EchoedText.cut(url.normalized))")
             return ["requeued": 1]
         }

@@ -12,12 +12,12 @@ extension DaemonCommands {
         let downloader = services.downloader
         var requests: [ImageRequest] = []
         if let name = try request.optionalString("list") {
-            guard let items = await services.spool.cachedURLs(ofList: name, limit: config.maxQueued) else {
+            guard let (owner, items) = await services.spool.cachedURLs(ofList: name, limit: config.maxQueued) else {
                 throw .notFound("no list is named \(EchoedText.cut(name))")
             }
             for item in items {
                 guard let url = try? ImageURL(item.url) else { continue }
-                requests.append(downloader.request(for: url, chosenKey: item.key))
+                requests.append(downloader.request(for: url, chosenKey: item.key, owner: owner))
             }
         } else {
             let texts = try request.strings("urls")
@@ -32,12 +32,19 @@ extension DaemonCommands {
         }
         let tally = RefreshTally()
         let memory = services.memory, outcomes = services.outcomes
-        let missing = downloader.revalidate(requests, priority: .onDemand) { url, result in
+        // Forced revalidations are held requests like an add's: bounded by max-queued (and a
+        // member's share), duplicates merged.
+        let limit = heldLimit
+        let taken = downloader.revalidate(requests, priority: .onDemand, limit: limit, caller: request.peer.uid) { url, result in
             if case .success(let image) = result { memory.remove(image.key) }
             outcomes.revalidated(url, result)
             tally.record(result)
         }
-        let counts = await tally.wait(for: requests.count - missing.count)
+        guard let taken else {
+            throw queueFull(limit, adding: requests.count, bytes: requests.reduce(0) { $0 + $1.url.normalized.utf8.count })
+        }
+        let missing = taken.missing
+        let counts = await tally.wait(for: taken.asked)
         logChange("refresh: \(requests.count) URLs, \(counts.revalidated) not modified, \(counts.replaced) replaced, \(counts.failed) failed")
         return [
             "revalidated": JSONValue(counts.revalidated), "replaced": JSONValue(counts.replaced),

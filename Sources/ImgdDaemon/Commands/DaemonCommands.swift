@@ -84,7 +84,7 @@ struct DaemonCommands {
                 throw .invalidArgument(field: field, reason: error.reason)
             }
         }
-        var image = services.downloader.request(for: url, chosenKey: options.key, sha256: options.sha256)
+        var image = services.downloader.request(for: url, chosenKey: options.key, owner: request.peer.uid, sha256: options.sha256)
         image.refresh = options.refresh
         return image
     }

@@ -200,6 +200,11 @@ extension DaemonConfig {
         .bytes(
             "max-queued-bytes", \.maxQueuedBytes, minimum: 8192, reloadable: true,
             help: "Bytes of the URLs of the held requests before add, get without waiting and retry are refused with queue_full"),
+        .integer(
+            "max-queued-share", \.maxQueuedShare, 1...100, reloadable: true,
+            help: SettingHelp(
+                "Percent of max-queued and max-queued-bytes one member's add, get without waiting, refresh and retry may hold",
+                detail: "per uid; root, imgd's user and admin-group have no share; 100: none")),
     ]
 
     /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.

@@ -88,6 +88,11 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Bytes of the URLs of the requests the downloader holds before the same `queue_full`
     /// (``HeldRequestLimit/bytes``).
     public var maxQueuedBytes = HeldRequestLimit().bytes
+    /// The percentage of ``maxQueued`` and ``maxQueuedBytes`` one member (a uid that is not
+    /// root, imgd's own or in `admin-group`) may hold with `add`, `get` without waiting,
+    /// `refresh` and `retry`: 25 by default, so one member's flood refuses that member first and
+    /// leaves room for others; 100 gives no share.
+    public var maxQueuedShare = 25
     /// The two held-request bounds, as the downloader takes them.
     public var heldRequestLimit: HeldRequestLimit { HeldRequestLimit(requests: maxQueued, bytes: maxQueuedBytes) }
     /// A TOML file of `[host."pattern"]` tables kept apart from the configuration (for secrets:

@@ -32,6 +32,10 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `queue_full`: the daemon already holds `requests` requests (`max-queued`) or
     /// `bytes` of their URLs (`max-queued-bytes`); nothing of this request was queued.
     case queueFull(requests: Int, bytes: Int)
+    /// `queue_full` too: the member `uid` holds its share (`max-queued-share`, `percent` of the
+    /// bounds: `requests` requests, `bytes` of URLs); nothing of this request was queued, and
+    /// other members may still queue theirs.
+    case queueShareFull(uid: UInt32, percent: Int, requests: Int, bytes: Int)
     /// `too_large`: `get` with `data: true` for an image over `max-data-bytes`; the file's
     /// `path` is the way to read it.
     case dataTooLarge(bytes: Int, limit: Int)
@@ -50,7 +54,7 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .forbidden: return "forbidden"
         case .shuttingDown: return "shutting_down"
         case .notFound: return "not_found"
-        case .queueFull: return "queue_full"
+        case .queueFull, .queueShareFull: return "queue_full"
         case .dataTooLarge: return FailureCode.tooLarge.rawValue
         case .other(let code, _): return code
         }
@@ -85,6 +89,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return what
         case .queueFull(let requests, let bytes):
             return "imgd holds as many queued requests as its limits allow (max-queued \(requests), max-queued-bytes \(bytes) of URLs); nothing of this request was queued: try again once some have finished"
+        case .queueShareFull(let uid, let percent, let requests, let bytes):
+            return "uid \(uid) holds its share of the queue (max-queued-share \(percent)%: \(requests) requests, \(bytes) bytes of URLs); nothing of this request was queued: try again once some of yours have finished"
         case .dataTooLarge(let bytes, let limit):
             return "the image is \(bytes) bytes, over the \(limit) bytes returned inline (max-data-bytes); ask without \"data\" and read the file at \"path\""
         case .other(_, let message):

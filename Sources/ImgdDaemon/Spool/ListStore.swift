@@ -48,6 +48,11 @@ public struct ListRecord: Sendable, Equatable {
     /// Its `# refresh:` header: when its cached images are due for revalidation, over the
     /// daemon's `refresh`; nil when it has none.
     public var refresh: RefreshRule? = nil
+
+    /// The uid in whose namespace its items' chosen keys live (``CacheKey/init(chosen:owner:)``):
+    /// its owner's, or, for a list claimed before owners were recorded, `UInt32.max`, which no
+    /// member has (so such a list's chosen keys are nobody's to share).
+    public var keyOwner: UInt32 { owner ?? .max }
 }
 
 /// How one URL of a list ended.

@@ -52,10 +52,10 @@ extension SpoolService {
     /// taken back from `failed/`). Returns how many, or nil when there is no such list.
     /// The cached URLs of the latest list named `name` (at most `limit`, each with its item's
     /// chosen key), for `refresh --list`; nil when there is no such list.
-    public func cachedURLs(ofList name: String, limit: Int) -> [(url: String, key: String?)]? {
+    public func cachedURLs(ofList name: String, limit: Int) -> (keyOwner: UInt32, items: [(url: String, key: String?)])? {
         flush()
         guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
-        return (try? store.cachedURLs(list: record.id, limit: limit)) ?? []
+        return (record.keyOwner, (try? store.cachedURLs(list: record.id, limit: limit)) ?? [])
     }
 
     public func retry(list name: String) -> Int? {
@@ -70,7 +70,7 @@ extension SpoolService {
                 // (normalised) URL — parsed again only when host tables leave query out of keys.
                 let policy = downloader.keyPolicy
                 downloader.forgetFailures(of: page.map { row in
-                    if let chosen = row.failure.chosenKey { return CacheKey(chosen: chosen) }
+                    if let chosen = row.failure.chosenKey { return CacheKey(chosen: chosen, owner: record.keyOwner) }
                     guard !policy.rules.isEmpty, let url = try? ImageURL(row.failure.url) else {
                         return CacheKey(normalizedURL: row.failure.url)
                     }
@@ -101,7 +101,7 @@ extension SpoolService {
                 unlinkat(folders.failed, stem + ".report.json", 0)
                 runs[record.id] = ListRun(
                     id: record.id, name: record.name, submitter: downloader.makeSubmitter(),
-                    pinMilliseconds: record.pinMilliseconds, refresh: record.refresh)
+                    pinMilliseconds: record.pinMilliseconds, keyOwner: record.keyOwner, refresh: record.refresh)
             }
             pump()
             return requeued

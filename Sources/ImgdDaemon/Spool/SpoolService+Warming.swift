@@ -15,7 +15,7 @@ extension SpoolService {
     func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
             id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
-            refresh: record.refresh, exhausted: cancelled, cancelled: cancelled)
+            keyOwner: record.keyOwner, refresh: record.refresh, exhausted: cancelled, cancelled: cancelled)
         finishIfDone(record.id)
     }
 
@@ -48,7 +48,7 @@ extension SpoolService {
                     outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
                     continue
                 }
-                var request = downloader.request(for: url, chosenKey: row.options.key, sha256: row.options.sha256)
+                var request = downloader.request(for: url, chosenKey: row.options.key, owner: run.keyOwner, sha256: row.options.sha256)
                 if row.options.isHighPriority { request.priority = .onDemand }
                 request.refresh = row.options.refresh ?? run.refresh
                 urls.append(request)
@@ -63,7 +63,8 @@ extension SpoolService {
                 continue
             }
             let answers = answers
-            downloader.prefetch(urls, submitter: run.submitter) { [self] url, result in
+            // Asked for the list's owner: that member's `cancel` of a URL stops this list's item.
+            downloader.prefetch(urls, submitter: run.submitter, caller: run.keyOwner) { [self] url, result in
                 let isFirst = answers.withLock { waiting in
                     waiting.append((id, url, result))
                     return waiting.count == 1

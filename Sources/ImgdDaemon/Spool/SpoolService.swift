@@ -70,6 +70,8 @@ public actor SpoolService {
         let name: String
         let submitter: SubmitterID
         let pinMilliseconds: Int?
+        /// Whose namespace its items' chosen keys are in (``ListRecord/keyOwner``).
+        let keyOwner: UInt32
         /// Its `# refresh:` rule, for the items without their own.
         var refresh: RefreshRule? = nil
         /// The last seq read from the database; the next read starts after it.

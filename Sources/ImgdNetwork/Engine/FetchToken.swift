@@ -30,6 +30,12 @@ final class FetchToken: Sendable {
     /// told), or a failure of its key is remembered (told when it happened).
     let isDueRevalidation: Bool
     let submitter: SubmitterID
+    /// The uid it was asked for (a client's, or the owner of the list it is an item of); nil for
+    /// the daemon's own (a due entry's revalidation). `cancel` by URL of a member stops only
+    /// that member's requests.
+    let caller: UInt32?
+    /// Whether ``held`` counts it in ``caller``'s share too.
+    private let countedForCaller: Bool
     private let handler: Handler?
     /// Where a waiting task finds the result (none with a handler).
     private let result: Promise<Outcome>?
@@ -39,8 +45,10 @@ final class FetchToken: Sendable {
 
     init(
         request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
-        handler: Handler? = nil, validators: Validators? = nil, isDueRevalidation: Bool = false
+        handler: Handler? = nil, validators: Validators? = nil, isDueRevalidation: Bool = false,
+        caller: UInt32? = nil, countedForCaller: Bool = false
     ) {
+        precondition(!countedForCaller || (caller != nil && held != nil), "a share is counted for a caller in a count")
         precondition(!isDueRevalidation || handler != nil, "a request someone waits on cannot be withdrawn")
         self.validators = validators
         self.isDueRevalidation = isDueRevalidation
@@ -50,6 +58,8 @@ final class FetchToken: Sendable {
         self.priority = priority
         self.submitter = submitter
         self.held = held
+        self.caller = caller
+        self.countedForCaller = countedForCaller
         self.handler = handler
         result = handler == nil ? Promise() : nil
     }
@@ -107,7 +117,7 @@ final class FetchToken: Sendable {
             state.isAnswered = true
             return true
         }
-        if isFirst { held?.release(bytes: HeldRequests.bytes(of: url)) }
+        if isFirst { held?.release(bytes: HeldRequests.bytes(of: url), caller: countedForCaller ? caller : nil) }
         return isFirst
     }
 }

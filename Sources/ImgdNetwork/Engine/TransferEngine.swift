@@ -30,7 +30,8 @@ final class TransferEngine: @unchecked Sendable {
         case cancelWait(FetchToken)
         /// Cancels the job for a URL, if there is one; `reply` (when given) is told whether there
         /// was, on the loop thread.
-        case cancelURL(CacheKey, reply: (@Sendable (Bool) -> Void)?)
+        /// Every request for the key (caller nil), or those asked for one uid.
+        case cancelURL(CacheKey, caller: UInt32?, reply: (@Sendable (Bool) -> Void)?)
         case cancelSubmitter(SubmitterID)
         case forgetFailures([CacheKey]?)
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
@@ -237,10 +238,20 @@ final class TransferEngine: @unchecked Sendable {
         case .fetch(let token): accept(token)
         case .fetchAll(let tokens): tokens.forEach(accept)
         case .cancelWait(let token): cancelWait(token)
-        case .cancelURL(let key, let reply):
-            let job = jobs[key]
-            if let job { finish(job, .failure(.cancelled)) }
-            reply?(job != nil)
+        case .cancelURL(let key, let caller, let reply):
+            guard let job = jobs[key] else {
+                reply?(false)
+                break
+            }
+            if let caller {
+                // Only that caller's: the download goes on for the others (it ends with the last).
+                let mine = job.waiters.filter { $0.caller == caller }
+                for token in mine { cancelWait(token) }
+                reply?(!mine.isEmpty)
+            } else {
+                finish(job, .failure(.cancelled))
+                reply?(true)
+            }
         case .cancelSubmitter(let submitter):
             for job in Array(jobs.values) {
                 for token in job.waiters where token.submitter == submitter { cancelWait(token) }
@@ -355,7 +366,7 @@ final class TransferEngine: @unchecked Sendable {
             case .listFailures(let reply): reply([])
             case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
             // Nothing is cancelled by a stopping engine's leftovers but what stopping cancels anyway.
-            case .cancelURL(_, let reply?): reply(false)
+            case .cancelURL(_, _, let reply?): reply(false)
             // Room granted to a transfer that stopping ends: the bytes go back.
             case .roomAnswered(_, _, let bytes, granted: true): disk.budget.release(bytes)
             default: break

@@ -244,9 +244,11 @@ extension DaemonProcess {
         try written.get()
     }
 
-    func drop(_ name: String, _ contents: String) throws {
+    /// Drops a list as `drop(_:_:)` does, its file owned by `owner` (a second member's list).
+    func drop(_ name: String, _ contents: String, owner: uid_t? = nil) throws {
         let temp = spool + "/." + name + ".tmp"
         try Data(contents.utf8).write(to: URL(fileURLWithPath: temp))
+        if let owner, chown(temp, owner, gid_t(bitPattern: -1)) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         guard rename(temp, spool + "/" + name) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 

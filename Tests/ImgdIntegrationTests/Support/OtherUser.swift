@@ -1,5 +1,6 @@
 import Foundation
 import ImgdTestSupport
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -35,6 +36,37 @@ struct OtherUser: Sendable {
             in: "/", environment: ["PATH": "/usr/bin:/bin"], timeout: .seconds(60))
     }
 
+    /// Sends one request line to `socket` as this user and returns the parsed reply: for the
+    /// requests `imgctl` has no option for (object items, chosen keys). Python's standard
+    /// library makes the connection (python3-minimal: on every Debian), as this uid.
+    func call(_ line: String, socket: String) async throws -> [String: Any] {
+        let groupOption = groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ",")
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.sendall(sys.argv[2].encode() + b"\\n")
+            reply = b""
+            while not reply.endswith(b"\\n"):
+                chunk = s.recv(65536)
+                if not chunk: break
+                reply += chunk
+            sys.stdout.write(reply.decode())
+            """
+        let output = try await ChildProcess.run(
+            Self.setpriv, ["--reuid=\(Self.uid)", "--regid=\(Self.gid)", groupOption, "--", "/usr/bin/python3", "-c", script, socket, line],
+            in: "/", environment: ["PATH": "/usr/bin:/bin"], timeout: .seconds(60))
+        guard output.status == 0 else { throw OtherUserError.callFailed(status: output.status, stderr: output.stderr) }
+        return try KeptConnection.parseReply(output.stdout.trimmingCharacters(in: .newlines))
+    }
+
+    /// The `result` of a successful request sent as this user (fails the test otherwise).
+    func result(_ line: String, socket: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        let reply = try await call(line, socket: socket)
+        #expect(reply["ok"] as? Bool == true, "reply: \(reply)", sourceLocation: sourceLocation)
+        return reply["result"] as? [String: Any] ?? [:]
+    }
+
     /// Lets group 65534 connect to `socket` (mode 0660) and reach it (its folder must be
     /// searchable by others, as a scratch folder is).
     static func share(_ socket: String) throws {
@@ -47,5 +79,16 @@ struct OtherUser: Sendable {
             if let entry = getgrnam(name) { return (name, entry.pointee.gr_gid) }
         }
         return nil
+    }
+}
+
+/// A request sent as another user that did not get a reply.
+enum OtherUserError: Error, CustomStringConvertible {
+    case callFailed(status: Int32, stderr: String)
+
+    var description: String {
+        switch self {
+        case .callFailed(let status, let stderr): "the request as uid \(OtherUser.uid) exited \(status): \(stderr)"
+        }
     }
 }
