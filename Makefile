@@ -118,7 +118,7 @@ clean:
 
 # make install [PREFIX=/usr] [DESTDIR=/tmp/stage]: a release build of imgd and imgctl, installed
 # with their systemd units, shell completions and man pages. PREFIX=/usr is what the unit's
-# ExecStart= names; under another prefix the installed unit is rewritten to point at $(BINDIR).
+# ExecStart= and ExecReload= name; under another prefix the installed unit is rewritten to point at $(BINDIR).
 # SCRATCH is SwiftPM's build folder (--scratch-path). Nothing is enabled or started: after
 # installing to the live system, run systemd-sysusers, systemd-tmpfiles --create imgd.conf and
 # systemctl daemon-reload.
@@ -160,7 +160,7 @@ install: deps
 	done
 	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
 	for unit in imgd.service imgd.socket; do \
-		sed 's|/usr/bin/imgd|$(BINDIR)/imgd|g' systemd/$$unit > $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
+		sed 's|/usr/bin/img|$(BINDIR)/img|g' systemd/$$unit > $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 		chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 	done
 	$(INSTALL) -Dm644 systemd/imgd.sysusers $(DESTDIR)$(SYSUSERSDIR)/imgd.conf

@@ -63,7 +63,10 @@ public enum Daemon {
             logger.error("cannot start: \(error)")
             return 1
         }
-        let signalService = SignalService(signals: signals, logger: logger) { await services.reload() }
+        let signalService = SignalService(signals: signals, logger: logger) {
+            // A failure is logged and shown in status.degraded by the reload itself.
+            _ = try? await services.reload()
+        }
         do {
             try await services.serviceGroup(signals: signalService).run()
         } catch {

@@ -4,17 +4,48 @@ import ImgdStore
 import Logging
 
 extension DaemonServices {
-    /// SIGHUP: reads the configuration again and applies the settings declared reloadable
-    /// (``ConfigReload``); the others keep their running value until a restart.
-    func reload() async {
+    /// SIGHUP and the `reload` command: reads the configuration again and applies the settings
+    /// declared reloadable (``ConfigReload``); the others keep their running value until a
+    /// restart. Reloads run one at a time, in the order asked (a SIGHUP may come while `imgctl
+    /// reload` runs): each waits for the one before it.
+    ///
+    /// Returns what the reload logged (`reloaded: disk-limit = 3 MiB`, `… needs a restart`), or
+    /// throws ``ReloadFailure`` when the configuration no longer loads: the running settings stay,
+    /// and `status.degraded` says so until a reload succeeds.
+    @discardableResult
+    func reload() async throws(ReloadFailure) -> [String] {
+        let turn = reloads.withLock { last in
+            let previous = last
+            // Owned by `reloads`: the chain's last link, awaited by whoever asked for it.
+            let next = Task { () -> Result<[String], ReloadFailure> in
+                _ = await previous?.value
+                return await self.reloadNow()
+            }
+            last = next
+            return next
+        }
+        return try await turn.value.get()
+    }
+
+    /// One reload, with no other running.
+    private func reloadNow() async -> Result<[String], ReloadFailure> {
         notifier.reloading()
         defer { notifier.ready(status: statusLine()) }
         let new: DaemonConfig
         do {
             new = try options.load()
         } catch {
-            logger.error("reload failed, keeping the running configuration: \(error)")
-            return
+            let failure = ReloadFailure(cause: "\(error)")
+            reloadFailure.withLock { $0 = failure }
+            logger.error("\(failure)")
+            return .failure(failure)
+        }
+        let cleared = reloadFailure.withLock { failure in
+            defer { failure = nil }
+            return failure != nil
+        }
+        if cleared {
+            logger.info("recovered: \(ReloadFailure.code) cleared")
         }
         // With the new cap, and also when nothing changed: a reload after freeing space checks again.
         defer { checkDiskSpace() }
@@ -34,15 +65,19 @@ extension DaemonServices {
         // Once every part has the new values: whoever reads "reloaded: refresh = 1d" and then
         // asks for an image gets the new rule, not the old one.
         for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
+        var told = reload.messages.map(\.text)
         // A raised max-parallel may need more descriptors than the start checked for.
         let budget = DescriptorBudget(config: applied), limit = DescriptorBudget.raiseLimit()
         if budget.needed > limit {
-            logger.warning("""
+            let warning = """
                 max-parallel \(applied.maxParallel) with max-connections \(applied.maxConnections) needs \(budget.needed) file \
                 descriptors, but the limit is \(limit) (RLIMIT_NOFILE): connections or downloads may fail with \
                 "too many open files"; lower max-parallel or raise the limit
-                """)
+                """
+            logger.warning("\(warning)")
+            told.append(warning)
         }
+        return .success(told)
     }
 
     /// Compares the cap with the cache's filesystem (at start and at each reload), logs a cap it
@@ -60,10 +95,12 @@ extension DaemonServices {
         }
     }
 
-    /// What `status.degraded` lists: the disk tier's faults, and a cap its filesystem cannot honour.
+    /// What `status.degraded` lists: the disk tier's faults, a cap its filesystem cannot honour,
+    /// and a reload that failed (until one succeeds).
     var degradations: [(code: String, message: String)] {
         var all = maintainer.status.faults.map { (code: $0.code, message: "\($0)") }
         if let shortfall = spaceShortfall.withLock({ $0 }) { all.append((shortfall.code, "\(shortfall)")) }
+        if let failure = reloadFailure.withLock({ $0 }) { all.append((ReloadFailure.code, "\(failure)")) }
         return all
     }
 

@@ -47,6 +47,10 @@ final class DaemonServices: Sendable {
     let checker = CacheChecker()
     /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
     let spaceShortfall = Locked<DiskSpaceShortfall?>(nil)
+    /// The last reload's failure, shown in `status.degraded`; nil once a reload has applied.
+    let reloadFailure = Locked<ReloadFailure?>(nil)
+    /// The last reload asked for (SIGHUP or `reload`): the next one waits for it.
+    let reloads = Locked<Task<Result<[String], ReloadFailure>, Never>?>(nil)
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,

@@ -38,8 +38,11 @@ public final class NginxTier: Sendable {
     public var url: String { "http://127.0.0.1:\(port)" }
 
     /// Renders a tier trusting `caFile` for https origins and starts it; returns once it accepts
-    /// connections.
-    public static func start(caFile: String) async throws -> NginxTier {
+    /// connections. `http` is added to the http context before the tier's file: say, an
+    /// `upstream NAME { server ADDRESS; }` that stands for a DNS answer (nginx takes a URL's host
+    /// that names an upstream block instead of resolving it), so a test can have a name "resolve"
+    /// to an address the deny list refuses without a DNS server.
+    public static func start(caFile: String, http: String? = nil) async throws -> NginxTier {
         // The workers run as nobody when the test runs as root: every folder above the tier's
         // must let them through.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-tier-\(UUID().uuidString)").path
@@ -48,6 +51,13 @@ public final class NginxTier: Sendable {
         let rendered = try await ChildProcess.run("/bin/bash", [renderScript, "--render", folder, "\(port)", caFile])
         guard rendered.status == 0 else {
             throw Failure(step: "tier-smoke.sh --render", output: rendered.stdout + rendered.stderr)
+        }
+        if let http {
+            let main = folder + "/nginx.conf"
+            let include = "    include \(folder)/imgd-tier.conf;"
+            let text = try String(contentsOfFile: main, encoding: .utf8)
+            guard text.contains(include) else { throw Failure(step: "adding to nginx.conf", output: text) }
+            try text.replacingOccurrences(of: include, with: http + "\n" + include).write(toFile: main, atomically: true, encoding: .utf8)
         }
         let log = folder + "/nginx.out"
         let process = try ChildProcess(

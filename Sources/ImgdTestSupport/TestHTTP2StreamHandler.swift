@@ -61,7 +61,8 @@ final class TestHTTP2StreamHandler: ChannelInboundHandler {
         let target = TestHTTPServer.Target(head.uri)
         let (response, behaviour) =
             (try? (TestHTTPServer.Route(target).response(
-                attempt: attempt, conditional: TestHTTPServer.Conditional(headers: head.headers.map { ($0.name, $0.value) })), TestHTTPServer.Behaviour(target)))
+                attempt: attempt, conditional: TestHTTPServer.Conditional(headers: head.headers.map { ($0.name, $0.value) }),
+                apiKey: head.headers.first(name: "X-Api-Key")), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
         let hasBody = head.method != .HEAD && !response.forbidsBody
         guard let gate = behaviour.gate else {

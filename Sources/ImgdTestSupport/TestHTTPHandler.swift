@@ -116,7 +116,8 @@ final class TestHTTPHandler: ChannelInboundHandler {
         let (response, behaviour) =
             (try? (TestHTTPServer.Route(target).response(
                 attempt: request.attempt,
-                conditional: TestHTTPServer.Conditional(headers: request.head.headers.map { ($0.name, $0.value) })), TestHTTPServer.Behaviour(target)))
+                conditional: TestHTTPServer.Conditional(headers: request.head.headers.map { ($0.name, $0.value) }),
+                apiKey: request.head.headers.first(name: "X-Api-Key")), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
         let hasBody = request.head.method != .HEAD && !response.forbidsBody
         var sendCount = hasBody ? response.body.count : 0

@@ -11,6 +11,9 @@ extension TestHTTPServer {
         /// `/fresh/NAME.EXT?cc=…`: the image with freshness headers, answering conditional
         /// requests (``FreshResource``).
         case fresh(FreshResource)
+        /// `/private/NAME.EXT?key=SECRET`: the image to a request whose `X-Api-Key` is `SECRET`,
+        /// `403` to any other (an origin that serves only with a per-host header).
+        case privateImage(Image, key: String)
         /// `/html`: a 200 HTML page where an image was expected.
         case html
         /// `/status/CODE`.
@@ -112,6 +115,11 @@ extension TestHTTPServer {
                 self = .gzipLabelled(try Image(name: name, target: target))
             } else if let name = Self.suffix(of: path, after: "/fresh/") {
                 self = .fresh(try FreshResource(image: try Image(name: name, target: target), target: target))
+            } else if let name = Self.suffix(of: path, after: "/private/") {
+                guard let key = try target.headerValue("key"), !key.isEmpty else {
+                    throw Target.Invalid(name: "key", value: target.query["key"] ?? "")
+                }
+                self = .privateImage(try Image(name: name, target: target), key: key)
             } else if path == "/html" {
                 self = .html
             } else if let code = Self.suffix(of: path, after: "/status/") {
@@ -145,8 +153,8 @@ extension TestHTTPServer {
         }
 
         /// The response to the `attempt`-th request (1-based) for this exact target; only `/flaky`
-        /// looks at `attempt`.
-        func response(attempt: Int, conditional: Conditional = .none) -> Response {
+        /// looks at `attempt`, only `/private` at `apiKey` (the request's `X-Api-Key`).
+        func response(attempt: Int, conditional: Conditional = .none, apiKey: String? = nil) -> Response {
             switch self {
             case .fresh(let resource):
                 return resource.response(attempt: attempt, conditional: conditional)
@@ -169,6 +177,9 @@ extension TestHTTPServer {
                     if let retryAfter { failure.headers.append(("Retry-After", retryAfter)) }
                     return failure
                 }
+                return Route.image(image).response(attempt: attempt)
+            case .privateImage(let image, let key):
+                guard apiKey == key else { return Response.page(status: 403) }
                 return Route.image(image).response(attempt: attempt)
             case .html:
                 return Response(status: 200, headers: [("Content-Type", "text/html")], body: TestImages.htmlPage)
@@ -204,6 +215,7 @@ extension TestHTTPServer {
         guard let route = try? Route(Target(pathAndQuery)), route != .notFound,
             (try? Behaviour(Target(pathAndQuery))) != nil
         else { return nil }
+        if case .privateImage(_, let key) = route { return route.response(attempt: Int.max, apiKey: key).body }
         return route.response(attempt: Int.max).body
     }
 }

@@ -24,6 +24,20 @@ struct DescriptorLimitTests {
         #expect(!FileManager.default.fileExists(atPath: scratch.path + "/imgd-data/imgd.sock"), "it listened anyway")
     }
 
+    @Test("a hard limit of 100, below what the daemon needs without any connection: the error says to raise the limit, never 'at most 0'")
+    func tooLowForAnyConnection() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let run = try await ChildProcess.run(
+            "/usr/bin/prlimit", ["--nofile=100:100", BinaryRunner.imgdPath], in: scratch.path, timeout: .seconds(30))
+        #expect(run.status == 1, "exit \(run.status): \(run.stderr)")
+        #expect(run.stderr.contains("the limit is 100 (RLIMIT_NOFILE"), "\(run.stderr)")
+        #expect(!run.stderr.contains("at most 0") && !run.stderr.contains("at most -"), "\(run.stderr)")
+        #expect(!run.stderr.contains("lower max-connections"), "\(run.stderr)")
+        #expect(run.stderr.contains("no max-connections fits: raise the limit to at least"), "\(run.stderr)")
+        #expect(run.stderr.contains("LimitNOFILE="), "\(run.stderr)")
+    }
+
     @Test("a soft limit of 128 under a hard limit of 1024 and max-connections 500: raised to 1024, and it serves")
     func raisedAndServing() async throws {
         let scratch = try ScratchFolder()

@@ -22,11 +22,11 @@ struct FleetTierTests {
         let tier: NginxTier
         let scratch: ScratchFolder
 
-        static func make() async throws -> World {
+        static func make(tierHTTP: String? = nil) async throws -> World {
             let certificates = try await TestCertificates.shared()
             let scratch = try ScratchFolder()
             let origin = try await TestHTTPServer.start(tls: try await ipCertificate(signedBy: "ca", certificates, in: scratch))
-            let tier = try await NginxTier.start(caFile: certificates.caFile)
+            let tier = try await NginxTier.start(caFile: certificates.caFile, http: tierHTTP)
             return World(certificates: certificates, origin: origin, tier: tier, scratch: scratch)
         }
 
@@ -68,8 +68,8 @@ struct FleetTierTests {
     }
 
     /// Runs `body` in a fresh world and always tears it down.
-    private func withWorld(_ body: (World) async throws -> Void) async throws {
-        let world = try await World.make()
+    private func withWorld(tierHTTP: String? = nil, _ body: (World) async throws -> Void) async throws {
+        let world = try await World.make(tierHTTP: tierHTTP)
         do {
             try await body(world)
         } catch {
@@ -87,6 +87,22 @@ struct FleetTierTests {
 
     private func stats(_ daemon: DaemonProcess) async throws -> [String: Any] {
         try await daemon.result(#"{"cmd":"stats"}"#)
+    }
+
+    /// `curl` of `url` with `headers`, as any client of the tier: the status and `X-Cache-Status`.
+    private func curl(_ url: String, headers: [String] = []) async throws -> (status: Int, cache: String) {
+        let run = try await ChildProcess.run(
+            "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %header{x-cache-status}", "--max-time", "20"]
+                + headers.flatMap { ["-H", $0] } + [url])
+        let words = run.stdout.split(separator: " ").map(String.init)
+        return (Int(words.first ?? "") ?? 0, words.count > 1 ? words[1] : "")
+    }
+
+    /// A configuration file in the world's scratch folder.
+    private func configFile(_ world: World, _ text: String) throws -> String {
+        let path = world.scratch.path + "/imgd.toml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     /// `get` of `url`: the reply, whole.
@@ -230,6 +246,75 @@ struct FleetTierTests {
             let second = try await get(daemon, world.origin.url("/img/fallback-now.png"))
             #expect(second["ok"] as? Bool == true, "\(second)")
             #expect(world.origin.requestCount("/img/fallback-now.png") == 1)
+            #expect(try await stats(daemon)["tier_fallbacks"] as? Int == 1)
+            _ = await daemon.stop()
+        }
+    }
+
+    @Test("a host with headers of its own is asked directly, never through the tier: anyone asking the tier for its URL gets the origin's anonymous 403, not the private image")
+    func hostHeadersSkipTheTier() async throws {
+        try await withWorld { world in
+            let config = try configFile(world, "[host.\"127.0.0.1\"]\nheaders = { X-Api-Key = \"s3cret\" }\n")
+            let daemon = try await world.daemon("a", ["--config", config])
+            let target = "/private/mine.png?key=s3cret&w=5&h=5"
+            let url = world.origin.url(target)
+            let reply = try await get(daemon, url)
+            #expect(reply["ok"] as? Bool == true, "\(reply)")
+            #expect(try cached(daemon, url) == TestHTTPServer.body(for: target))
+            // Asked directly, with the header.
+            #expect(world.origin.requests.filter { $0.target == target }.map { $0.values(of: "X-Api-Key") } == [["s3cret"]])
+            #expect(try await stats(daemon)["tier_fallbacks"] as? Int == 0)
+
+            // Another client of the tier, without the header.
+            let anonymous = try await curl(world.tier.url + NginxTier.tierPath(of: url))
+            #expect(anonymous.status == 403 && anonymous.cache != "HIT", "\(anonymous)")
+            // The tier saw that request only: imgd's never went through it.
+            let lines = await world.tier.requests(for: url, atLeast: 1)
+            #expect(lines.count == 1 && lines.first?.contains(" 403 ") == true, "\(world.tier.accessLog)")
+            _ = await daemon.stop()
+        }
+    }
+
+    @Test("the shipped tier fetches anonymously: a client's secret header does not reach the origin, and nothing private is cached")
+    func tierForwardsNoSecret() async throws {
+        try await withWorld { world in
+            let target = "/private/theirs.png?key=s3cret&w=5&h=5"
+            let tierURL = world.tier.url + NginxTier.tierPath(of: world.origin.url(target))
+            let withKey = try await curl(tierURL, headers: ["X-Api-Key: s3cret", "PRIVATE-TOKEN: t0ken", "User-Agent: fleet-test"])
+            #expect(withKey.status == 403, "\(withKey)")
+            let anonymous = try await curl(tierURL)
+            #expect(anonymous.status == 403 && anonymous.cache != "HIT", "\(anonymous)")
+            let seen = world.origin.requests.filter { $0.target == target }
+            #expect(seen.count == 2 && seen.allSatisfy { $0.values(of: "X-Api-Key").isEmpty && $0.values(of: "PRIVATE-TOKEN").isEmpty })
+            // User-Agent is not a secret: it is forwarded.
+            #expect(seen.first?.values(of: "User-Agent") == ["fleet-test"], "\(seen)")
+        }
+    }
+
+    /// `inside.test` stands for a public name whose DNS answer is an inside address (`::1`, on
+    /// the deny list), where the egress firewall refuses the tier's connection: nothing listens
+    /// at `[::1]:1`, so the tier's connect fails as a firewall's reject makes it fail.
+    private static let insideName = "upstream inside.test { server [::1]:1; }"
+
+    @Test("a name the tier may not reach (its address is on the deny list; the egress firewall refused it) fails policy_denied with tier-fallback = true, and imgd never asks it directly; a stopped tier still falls back")
+    func egressRefusalNeverFallsBack() async throws {
+        try await withWorld(tierHTTP: Self.insideName) { world in
+            let config = try configFile(world, "tier-fallback = true\nattempts = 1\n")
+            let daemon = try await world.daemon("a", ["--config", config])
+            let url = "http://inside.test/img/inside.png"
+            let reply = try await get(daemon, url)
+            let error = reply["error"] as? [String: Any] ?? [:]
+            #expect(error["code"] as? String == "policy_denied", "\(reply)\n\(daemon.log)")
+            #expect((error["message"] as? String)?.contains("403 denied-address") == true, "\(reply)")
+            #expect(try await stats(daemon)["tier_fallbacks"] as? Int == 0)
+            #expect(!daemon.log.contains("tier \(world.tier.url)"), "no fallback is logged: \(daemon.log)")
+            #expect(await world.tier.requests(for: url, atLeast: 1).map { $0.split(separator: " ")[1] } == ["403"])
+
+            // A tier that is down is an outage, not a refusal: the origin is asked directly.
+            await world.tier.stop()
+            let good = try await get(daemon, world.origin.url("/img/tier-down.png"))
+            #expect(good["ok"] as? Bool == true, "\(good)")
+            #expect(world.origin.requestCount("/img/tier-down.png") == 1)
             #expect(try await stats(daemon)["tier_fallbacks"] as? Int == 1)
             _ = await daemon.stop()
         }

@@ -32,7 +32,11 @@ struct SystemdUnitTests {
         let quoted = "\"" + built.replacingOccurrences(of: "%", with: "%%") + "\""
         let service = shipped.replacingOccurrences(of: "\nExecStart=/usr/bin/imgd ", with: "\nExecStart=\(quoted) ")
         #expect(service != shipped, "imgd.service has no 'ExecStart=/usr/bin/imgd ' line to point at the built binary")
-        try scratch.write("imgd.service", service)
+        // ExecReload= runs imgctl, checked the same way.
+        let imgctl = "\"" + BinaryRunner.imgctlPath.replacingOccurrences(of: "%", with: "%%") + "\""
+        let reloading = service.replacingOccurrences(of: "\nExecReload=/usr/bin/imgctl ", with: "\nExecReload=\(imgctl) ")
+        #expect(reloading != service, "imgd.service has no 'ExecReload=/usr/bin/imgctl ' line to point at the built binary")
+        try scratch.write("imgd.service", reloading)
         try scratch.write("imgd.socket", try Self.text("imgd.socket"))
 
         let run = try await SystemdTool.run(
@@ -180,7 +184,7 @@ struct Directive: Sendable, CustomTestStringConvertible {
         .service("Type", "notify"),
         .service("NotifyAccess", "main"),
         .service("ExecStart", "/usr/bin/imgd --config /etc/imgd/imgd.toml --spool /var/spool/imgd"),
-        .service("ExecReload", "/bin/kill -HUP $MAINPID"),
+        .service("ExecReload", "/usr/bin/imgctl reload --socket /run/imgd/imgd.sock"),
         .service("WatchdogSec", "30s"),
         .service("TimeoutStopSec", "15s"),
         .service("Restart", "on-failure"),

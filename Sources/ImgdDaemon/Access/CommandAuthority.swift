@@ -3,8 +3,8 @@ import Glibc
 #endif
 
 /// Who may run the destructive commands (Protocol.md, *Who may run what*): `purge` of the disk
-/// tier, `evict`, `fsck`, `retry` of every remembered failure, and `cancel` of a list another
-/// user dropped. They are allowed to root, to the daemon's own user and to members of
+/// tier, `evict`, `fsck`, `reload`, `retry` of every remembered failure, and `cancel` of a list
+/// another user dropped. They are allowed to root, to the daemon's own user and to members of
 /// `admin-group`; anyone else gets `forbidden`. Every other command is open to whoever can
 /// connect (the socket's group).
 ///

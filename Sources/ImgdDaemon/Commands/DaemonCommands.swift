@@ -39,6 +39,7 @@ struct DaemonCommands {
         case "refresh": try await refresh()
         case "stats": stats()
         case "fsck": try await fsck()
+        case "reload": try await reload()
         default: throw .unknownCommand(request.command)
         }
     }

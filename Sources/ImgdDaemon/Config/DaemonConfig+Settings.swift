@@ -83,7 +83,7 @@ extension DaemonConfig {
         DaemonSetting(
             "tier", \.tier, reloadable: true,
             help: SettingHelp(
-                "A shared cache tier (contrib/fleet/) that every fetch goes through",
+                "A shared cache tier (contrib/fleet/) that every fetch goes through (not those of hosts with headers)",
                 detail: "http or https URL; keys and reports keep the origin URL", valueName: "url", none: "none: origins directly"),
             show: { $0 ?? "" }, spell: { $0 }
         ) { value throws(SettingError) in
@@ -98,7 +98,7 @@ extension DaemonConfig {
         .boolean(
             "tier-fallback", \.tierFallback, reloadable: true,
             help: SettingHelp(
-                "Fetch from the origin directly when the tier fails (no answer, or a 5xx marked X-Tier-Error)",
+                "Fetch from the origin directly when the tier fails (no answer, or a 5xx marked X-Tier-Error upstream or internal; never after a refusal)",
                 detail: "false: an ordinary failure", valueName: "true|false")),
         .readableFile(
             "ca-file", \.caFile, reloadable: true,

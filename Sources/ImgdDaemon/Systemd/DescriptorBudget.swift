@@ -55,15 +55,20 @@ struct DescriptorBudget: Sendable {
 
     private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 
-    /// Throws when `limit` descriptors cannot serve these settings.
+    /// Throws when `limit` descriptors cannot serve these settings. The fix it suggests is one
+    /// that works: a lower `max-connections` only when at least one connection would then fit
+    /// (never "at most 0"), else the limit to raise and to what.
     func check(limit: Int) throws(DaemonStartError) {
         guard needed > limit else { return }
-        let fitting = max(0, limit - others)
+        let fitting = limit - others
+        let fix = fitting >= 1
+            ? "lower max-connections to at most \(fitting), or raise the limit (LimitNOFILE= in the unit, ulimit -n)"
+            : "the rest alone needs \(others), so no max-connections fits: raise the limit to at least \(needed) "
+                + "(LimitNOFILE= in the unit, ulimit -n), or lower max-parallel"
         throw DaemonStartError(
             description: "max-connections \(connections) needs \(needed) file descriptors (\(connections) connections, "
                 + "\(Self.refusalMargin) for refused ones, \(transfers) for max-parallel downloads, \(eventLoops) for event loops, "
                 + "\(Self.processMargin) for databases, folders and the rest), but the limit is \(limit) (RLIMIT_NOFILE, "
-                + "raised to its hard limit): lower max-connections to at most \(fitting), or raise the limit "
-                + "(LimitNOFILE= in the unit, ulimit -n)")
+                + "raised to its hard limit): \(fix)")
     }
 }

@@ -34,7 +34,8 @@ final class Transfer {
     let target: ImageURL
     /// Redirects followed in this attempt before this request (0 for the job's own URL).
     let redirects: Int
-    /// The tier this request goes through, nil when it goes to the origin directly.
+    /// The tier this request goes through, nil when it goes to the origin directly (a fallback,
+    /// a URL with user info, a host with headers of its own).
     let tier: TierRoute?
     /// What is requested: the tier's URL for ``target`` through a tier, else ``target`` itself.
     let requestURL: String
@@ -116,8 +117,10 @@ final class Transfer {
         self.job = job
         self.target = target
         self.redirects = redirects
-        let tierURL = direct ? nil : policy.tier?.requestURL(for: target)
-        self.tier = tierURL == nil ? nil : policy.tier
+        // Not for a fallback, nor for a host with headers of its own (``DownloadPolicy/tierRoute(for:)``).
+        let route = direct ? nil : policy.tierRoute(for: target)
+        let tierURL = route?.requestURL(for: target)
+        self.tier = tierURL == nil ? nil : route
         self.requestURL = tierURL ?? target.normalized
         self.serial = serial
         self.easy = easy
