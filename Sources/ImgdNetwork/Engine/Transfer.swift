@@ -161,9 +161,12 @@ final class Transfer {
         // without one are counted in `receive`.
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(policy.maxBodyBytes))
         // An empty proxy disables the *_proxy environment variables: a proxy is used only when
-        // configured. No cookie engine, no .netrc, and no Accept-Encoding: images are already
-        // compressed, and inflating would turn a small gzip bomb into a huge body.
+        // configured. An empty no-proxy list keeps libcurl from reading NO_PROXY/no_proxy, which
+        // would otherwise send some hosts around a configured proxy. No cookie engine, no .netrc,
+        // and no Accept-Encoding: images are already compressed, and inflating would turn a small
+        // gzip bomb into a huge body.
         try easy.set(CURLOPT_PROXY, policy.proxy ?? "")
+        try easy.set(CURLOPT_NOPROXY, "")
         try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
         try easy.set(CURLOPT_NOSIGNAL, true)
