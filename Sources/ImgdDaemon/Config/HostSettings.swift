@@ -102,9 +102,17 @@ public struct HostSettings: Sendable, Equatable {
         return .nanoseconds(Int64((per / count * 1e9).rounded()))
     }
 
+    /// Whether `key` (a dotted TOML key, table headers included) lies in a table's `headers`,
+    /// whose values may be tokens.
+    static func isHeadersKey(_ key: [String]) -> Bool {
+        key.count >= 3 && key[0] == "host" && key[2] == "headers"
+    }
+
     /// Reads the `host` table of the file: one subtable per pattern. `line` gives each
-    /// entry's `FILE:LINE` for errors.
-    static func tables(from value: TOMLValue, origin: (Int) -> String, line: Int) throws(ConfigError) -> [HostSettings] {
+    /// entry's `FILE:LINE` for errors. Unless `revealing` (the configuration file, not the
+    /// `headers-file`), errors never quote a value: any of that file's may be a secret put in
+    /// the wrong place.
+    static func tables(from value: TOMLValue, origin: (Int) -> String, line: Int, revealing: Bool) throws(ConfigError) -> [HostSettings] {
         guard case .table(let patterns) = value else {
             throw ConfigError(origin: origin(line), reason: #"host: expected tables such as [host."images.example.com"], found \#(value.typeName)"#)
         }
@@ -130,7 +138,8 @@ public struct HostSettings: Sendable, Equatable {
                 switch setting.key {
                 case "max-per-host":
                     guard case .integer(let cap) = setting.value, (1...1024).contains(cap) else {
-                        throw ConfigError(origin: place, reason: "\(name): expected an integer from 1 to 1024, found \(setting.value)")
+                        let found = revealing ? "\(setting.value)" : setting.value.typeName
+                        throw ConfigError(origin: place, reason: "\(name): expected an integer from 1 to 1024, found \(found)")
                     }
                     settings.maxPerHost = cap
                 case "rate":
@@ -140,7 +149,8 @@ public struct HostSettings: Sendable, Equatable {
                     do {
                         settings.rate = (text, try interval(ofRate: text))
                     } catch {
-                        throw ConfigError(origin: place, reason: "\(name): \(error.reason)")
+                        throw ConfigError(
+                            origin: place, reason: "\(name): " + (revealing ? error.reason : "not a rate such as 50/s, 3000/m or 1/h (at most 10000/s)"))
                     }
                 case "headers":
                     guard case .table(let headers) = setting.value else {
@@ -176,7 +186,7 @@ public struct HostSettings: Sendable, Equatable {
                         do {
                             patterns.append(try QueryNamePattern(text))
                         } catch {
-                            throw ConfigError(origin: place, reason: "\(name): \(error)")
+                            throw ConfigError(origin: place, reason: "\(name): " + (revealing ? "\(error)" : error.reason))
                         }
                     }
                     settings.keyIgnoreQuery = patterns
