@@ -178,9 +178,11 @@ final class Transfer {
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         // Every header the request sends, built in one place (``RequestHeaders``): the target
-        // host's, and only its (a redirect to another host is a request of its own, configured for
-        // that host; libcurl, following by itself, would keep them), and a revalidation's validators.
-        let request = RequestHeaders(host: policy.hosts.rule(for: target.host)?.headers.map(\.line) ?? [], validators: job.validators)
+        // host's, and only when they may go to this URL (``HostRules/Rule/headers(for:)``: https
+        // to the table's port, http only if the table allows it). A redirect is a request of its
+        // own, configured for its target, so a hop to another host, port or to http drops them;
+        // libcurl, following by itself, would keep them. Then a revalidation's validators.
+        let request = RequestHeaders(host: policy.hosts.headers(for: target).map(\.line), validators: job.validators)
         if !request.isEmpty {
             guard let list = CurlHeaderList(request.lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
             headers = list
