@@ -62,11 +62,38 @@ struct CacheKeyPolicyTests {
         #expect(try QueryNamePattern("*").matches(Array("anything".utf8)))
         #expect(throws: HostPatternError.self) { try QueryNamePattern("a=b") }
         #expect(throws: HostPatternError.self) { try QueryNamePattern("") }
-        #expect(throws: HostPatternError.self) { try HostPattern("images.example.com:443") }
+        // A port is allowed (issue 27: a table for that port only); a bad one is refused.
+        for bad in ["images.example.com:0", "images.example.com:65536", "images.example.com:", "images.example.com:x", "::1", "[::1]:", "a:b:c"] {
+            #expect(throws: HostPatternError.self, "\(bad)") { try HostPattern(bad) }
+        }
         #expect(throws: HostPatternError.self) { try HostPattern("a.*.example.com") }
         #expect(throws: HostPatternError.self) { try HostPattern("*.") }
         #expect(try HostPattern("[::1]").matches("[::1]"))
         #expect(try HostPattern("Images.Example.COM").matches("images.example.com"))
+    }
+
+    @Test("a pattern with a port names that port only; without one, every port; key-ignore-query follows the most specific")
+    func ports() throws {
+        let ported = try HostPattern("Images.Example.com:8443")
+        #expect(ported.text == "images.example.com:8443" && ported.host == "images.example.com" && ported.port == 8443)
+        #expect(ported.matches("images.example.com", port: 8443))
+        #expect(!ported.matches("images.example.com", port: 443))
+        #expect(!ported.matches("images.example.com", port: nil))
+        #expect(try HostPattern("images.example.com:08443") == ported)
+        let v6 = try HostPattern("[::1]:8443")
+        #expect(v6.host == "[::1]" && v6.port == 8443 && v6.matches("[::1]", port: 8443))
+        let wild = try HostPattern("*.example.com:8443")
+        #expect(wild.matches("a.example.com", port: 8443) && !wild.matches("a.example.com", port: 443))
+        #expect(try HostPattern("images.example.com").matches("images.example.com", port: 8443))
+        #expect(ported.specificity > (try HostPattern("images.example.com")).specificity)
+
+        let policy = CacheKeyPolicy(rules: [
+            .init(hosts: try HostPattern("img.example.com"), ignoredQuery: [try QueryNamePattern("a")]),
+            .init(hosts: try HostPattern("img.example.com:8443"), ignoredQuery: [try QueryNamePattern("b")]),
+        ])
+        #expect(policy.keyedURL(of: try ImageURL("https://img.example.com/x?a=1&b=2")) == "https://img.example.com/x?b=2")
+        #expect(policy.keyedURL(of: try ImageURL("https://img.example.com:8443/x?a=1&b=2")) == "https://img.example.com:8443/x?a=1")
+        #expect(policy.keyedURL(of: try ImageURL("https://img.example.com:9000/x?a=1&b=2")) == "https://img.example.com:9000/x?b=2")
     }
 
     @Test("a chosen key lives in a namespace of its own per owner: never a URL's key, never another uid's")

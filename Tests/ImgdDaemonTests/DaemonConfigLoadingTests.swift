@@ -123,6 +123,41 @@ struct DaemonConfigLoadingTests {
         #expect(config.adminGroup == nil)
     }
 
+    @Test("proxy: schemes whose proxy resolves names are taken; socks4, socks and socks5 (resolved on imgd's host) are refused naming the scheme to use, from the file and from a flag, never echoing the URL")
+    func proxySchemes() throws {
+        for accepted in ["http://p.test:3128", "HTTPS://p.test", "socks4a://p.test:1080", "socks5h://user:pw@p.test:1080", "p.test:3128", "[::1]:3128"] {
+            #expect(try Self.load("proxy = \"\(accepted)\"\n").proxy == accepted)
+            #expect(try Self.load(flags: [("proxy", accepted)]).proxy == accepted)
+        }
+        for (refused, instead) in [
+            ("socks5://user:s3cr3t@p.test:1080", "socks5h"), ("SOCKS5://p.test", "socks5h"), ("socks4://p.test", "socks4a"),
+            ("socks://p.test", "socks4a"),
+        ] {
+            for fromFlag in [false, true] {
+                do {
+                    let config = fromFlag ? try Self.load(flags: [("proxy", refused)]) : try Self.load("# first\nproxy = \"\(refused)\"\n")
+                    Issue.record("accepted \(refused): \(config)")
+                } catch {
+                    #expect(error.origin == "--proxy" || error.origin.hasSuffix("/imgd.toml:2"), "\(error)")
+                    #expect(error.reason.hasPrefix("proxy: "), "\(error)")
+                    #expect(error.reason.contains("use \(instead):// (the proxy resolves host names"), "\(error)")
+                    #expect(!error.reason.contains("s3cr3t") && !error.reason.contains("p.test"), "\(error)")
+                }
+            }
+        }
+        for (refused, reason) in [
+            ("gopher://p.test", "the scheme gopher is not a proxy's"), ("ftp.p.test:21", "the scheme ftp is not a proxy's"),
+            ("http://", "not a proxy URL"),
+        ] {
+            #expect(throws: ConfigError.self, "\(refused)") { try Self.load(flags: [("proxy", refused)]) }
+            do {
+                _ = try Self.load(flags: [("proxy", refused)])
+            } catch {
+                #expect(error.reason.contains(reason), "\(error)")
+            }
+        }
+    }
+
     @Test("the bounds of every bounded setting: the limit itself is taken", arguments: [
         ("disk-limit", "\"1MiB\""), ("max-age", "60"), ("sweep-interval", "1"), ("memory-limit", "0"),
         ("max-parallel", "1"), ("max-parallel", "1024"), ("max-per-host", "1024"), ("attempts", "1"), ("attempts", "10"),

@@ -46,4 +46,61 @@ struct HostSettingsTests {
         #expect(rules.rule(for: "example.com") == nil)
         #expect("\(try RequestHeader(name: "Authorization", value: "Bearer x"))" == "Authorization")
     }
+
+    @Test("headers go over https to the table's port (443 without one), over http only with headers-over-http (80 without one); caps of a table without a port apply to every port")
+    func headersBoundToSchemeAndPort() throws {
+        func url(_ text: String) throws -> ImageURL { try ImageURL(text) }
+        var unported = HostRules.Rule(hosts: try HostPattern("img.example.com"))
+        unported.headers = [try RequestHeader(name: "Authorization", value: "Bearer x")]
+        unported.maxPerHost = 2
+        var ported = HostRules.Rule(hosts: try HostPattern("img.example.com:8443"))
+        ported.headers = [try RequestHeader(name: "X-Port", value: "p")]
+        let rules = HostRules(rules: [unported, ported])
+        #expect(rules.headers(for: try url("https://img.example.com/a.png")).map(\.name) == ["Authorization"])
+        #expect(rules.headers(for: try url("https://img.example.com:443/a.png")).map(\.name) == ["Authorization"])
+        #expect(rules.headers(for: try url("http://img.example.com/a.png")).isEmpty, "over plain http without headers-over-http")
+        #expect(rules.headers(for: try url("https://img.example.com:9443/a.png")).isEmpty, "to another port")
+        #expect(rules.headers(for: try url("https://img.example.com:8443/a.png")).map(\.name) == ["X-Port"])
+        #expect(rules.headers(for: try url("http://img.example.com:8443/a.png")).isEmpty)
+        #expect(rules.headers(for: try url("https://other.example.com/a.png")).isEmpty)
+        // Caps: the unported table's apply to every port its ported sibling does not name.
+        #expect(rules.rule(for: try url("https://img.example.com:9443/a.png"))?.maxPerHost == 2)
+        #expect(rules.rule(for: try url("http://img.example.com/a.png"))?.maxPerHost == 2)
+        #expect(rules.rule(for: try url("https://img.example.com:8443/a.png"))?.maxPerHost == nil)
+
+        var plain = HostRules.Rule(hosts: try HostPattern("img.example.com"))
+        plain.headers = [try RequestHeader(name: "Authorization", value: "Bearer x")]
+        plain.headersOverHTTP = true
+        #expect(plain.headers(for: try url("http://img.example.com/a.png")).count == 1)
+        #expect(plain.headers(for: try url("https://img.example.com/a.png")).count == 1)
+        #expect(plain.headers(for: try url("http://img.example.com:8080/a.png")).isEmpty)
+        var plainPorted = HostRules.Rule(hosts: try HostPattern("img.example.com:8080"))
+        plainPorted.headers = plain.headers
+        plainPorted.headersOverHTTP = true
+        #expect(plainPorted.headers(for: try url("http://img.example.com:8080/a.png")).count == 1)
+        #expect(plainPorted.headers(for: try url("https://img.example.com:8080/a.png")).count == 1)
+        #expect(plainPorted.headers(for: try url("http://img.example.com/a.png")).isEmpty)
+    }
+
+    @Test("headers-over-http and ported keys are read from the file; a second table for the same host and port is refused, one for another port is not")
+    func portedTablesFromTheFile() throws {
+        let (config, _) = try DaemonConfigTests.load("""
+            [host."img.example.com"]
+            max-per-host = 2
+            [host."img.example.com:8443"]
+            headers = { Authorization = "Bearer x" }
+            headers-over-http = true
+            """)
+        #expect(config.hosts.map(\.pattern.text) == ["img.example.com", "img.example.com:8443"])
+        #expect(config.hosts[1].headersOverHTTP == true)
+        #expect(config.downloadPolicy.hosts.headers(for: try ImageURL("http://img.example.com:8443/a.png")).count == 1)
+        #expect(HostSettings.summary(config.hosts) == "img.example.com (max-per-host: 2); img.example.com:8443 (headers: Authorization; headers-over-http: true)")
+        #expect(throws: ConfigError.self) { try DaemonConfigTests.load("[host.\"a.example:443\"]\n[host.\"A.example:0443\"]\n") }
+        do {
+            _ = try DaemonConfigTests.load("[host.\"a.example\"]\nheaders-over-http = \"yes\"\n")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.reason == "[host.\"a.example\"] headers-over-http: expected true or false, found a string", "\(error)")
+        }
+    }
 }

@@ -54,6 +54,65 @@ struct DaemonDownloadFlagTests {
         }
     }
 
+    @Test("--proxy with NO_PROXY/no_proxy in the environment: still every request goes through the proxy (libcurl does not read them)")
+    func proxyNoProxyEnvironmentIgnored() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { origin in
+            try await withRunningServer { proxy in
+                let daemon = try await DaemonProcess.start(
+                    in: scratch.path, arguments: ["--proxy", proxy.origin], environment: ["NO_PROXY": "*", "no_proxy": "*"])
+                defer { daemon.killIfRunning() }
+                let reachable = origin.url("/img/no-proxy-env.png")
+                let got = try await daemon.result(#"{"cmd":"get","url":"\#(reachable)"}"#)
+                #expect(got["source"] as? String == "network", "\(got)")
+                #expect(proxy.requestLog == [reachable], "the proxy saw \(proxy.requestLog)")
+                #expect(origin.totalRequests == 0, "NO_PROXY sent the request around the proxy: \(origin.requestLog)")
+                #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+            }
+        }
+    }
+
+    @Test("socks4://, socks:// and socks5:// proxies (resolved on imgd's host, unchecked) are refused at start, by flag or file, naming the scheme to use; nothing is made on disk")
+    func locallyResolvingProxyRefused() async throws {
+        for (scheme, instead) in [("socks5", "socks5h"), ("socks4", "socks4a"), ("socks", "socks4a")] {
+            try await expectConfigurationRefused(
+                "max-parallel = 2\nproxy = \"\(scheme)://127.0.0.1:1080\"\n", line: 2, mentions: "use \(instead):// (the proxy resolves host names")
+            let scratch = try ScratchFolder()
+            defer { scratch.remove() }
+            let run = try await BinaryRunner.imgd(["--proxy", "\(scheme)://user:s3cr3t@127.0.0.1:1080"], in: scratch.path, timeout: .seconds(30))
+            #expect(run.status == 2, "\(run.stderr)")
+            #expect(run.stderr.contains("--proxy") && run.stderr.contains("use \(instead)://"), "\(run.stderr)")
+            #expect(!run.stderr.contains("s3cr3t"), "\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.path + "/imgd-data"), "imgd made its folders before refusing")
+            let prefetch = try await BinaryRunner.imgd(
+                ["prefetch", "list.txt", "--cache", "c", "--proxy", "\(scheme)://127.0.0.1:1080"], in: scratch.path, timeout: .seconds(30))
+            #expect(prefetch.status != 0 && prefetch.stderr.contains("use \(instead)://"), "\(prefetch.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.path + "/c"), "imgd prefetch made its cache before refusing")
+        }
+    }
+
+    @Test("a reload to a socks5:// proxy is refused, saying which scheme to use; the running configuration stays")
+    func locallyResolvingProxyRefusedOnReload() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", "max-parallel = 2\n")
+        try await withRunningServer { origin in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfRunning() }
+            try scratch.write("imgd.toml", "max-parallel = 3\nproxy = \"socks5://127.0.0.1:1080\"\n")
+            kill(daemon.pid, SIGHUP)
+            #expect(
+                await eventually(timeout: .seconds(10)) {
+                    daemon.log.contains("reload failed, keeping the running configuration") && daemon.log.contains("use socks5h://")
+                }, "\(daemon.log)")
+            #expect(!daemon.log.contains("reloaded: max-parallel"), "\(daemon.log)")
+            let got = try await daemon.result(#"{"cmd":"get","url":"\#(origin.url("/img/after-reload.png"))"}"#)
+            #expect(got["source"] as? String == "network", "\(got)")
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        }
+    }
+
     @Test("--timeout 2s bounds one whole attempt: a head 20 s late and a body that takes 10 s both fail as timeout, one request each; a prompt image passes")
     func timeout() async throws {
         let scratch = try ScratchFolder()

@@ -52,7 +52,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     @Option(help: "Seconds allowed for one attempt.")
     var timeout: Int = Int(DownloadPolicy().totalTimeout.components.seconds)
 
-    @Option(help: "Proxy URL (proxy environment variables are ignored).")
+    @Option(help: "Proxy URL: http, https, socks4a or socks5h, which resolve host names at the proxy (socks4 and socks5 are refused; proxy environment variables are ignored).")
     var proxy: String?
 
     @Option(
@@ -77,6 +77,13 @@ struct PrefetchCommand: AsyncParsableCommand {
         guard maxAge.duration > .zero else { throw ValidationError("--max-age must be positive") }
         for range in deniedRanges where IPRange(range) == nil {
             throw ValidationError("--deny \(range) is not an address range like 169.254.0.0/16")
+        }
+        if let proxy {
+            do throws(ProxyURLError) {
+                _ = try ProxyURL.check(proxy)
+            } catch {
+                throw ValidationError("--proxy: \(error)")
+            }
         }
         if let caFile, access(caFile, R_OK) != 0 {
             throw ValidationError("--ca-file \(caFile) cannot be read: \(String(cString: strerror(errno)))")

@@ -8,7 +8,7 @@
 ///
 /// A URL that loses no parameter keeps ``ImageURL/cacheKey``, so existing caches stay valid.
 /// When several patterns match a host, the most specific one applies (an exact host, then the
-/// longest wildcard); tables do not combine.
+/// longest wildcard; of the same host, the pattern naming the URL's port); tables do not combine.
 public struct CacheKeyPolicy: Sendable, Equatable {
     /// One host pattern's rule.
     public struct Rule: Sendable, Equatable {
@@ -36,7 +36,7 @@ public struct CacheKeyPolicy: Sendable, Equatable {
     /// The URL that is hashed into `url`'s key: `url` without the parameters its host's rule
     /// ignores (its `?` too, when none is left).
     public func keyedURL(of url: ImageURL) -> String {
-        guard let rule = rules.first(where: { $0.hosts.matches(url.host) }), !rule.ignoredQuery.isEmpty else {
+        guard let rule = rules.first(where: { $0.hosts.matches(url.host, port: url.port) }), !rule.ignoredQuery.isEmpty else {
             return url.normalized
         }
         let text = url.normalized

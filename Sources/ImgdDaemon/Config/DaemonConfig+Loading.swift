@@ -22,11 +22,11 @@ extension DaemonConfig {
             do {
                 document = try TOMLDocument(parsing: text)
             } catch {
-                throw ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
+                throw refusal(error, in: file, secret: false)
             }
             for entry in document.root.entries {
                 if entry.key == "host" {
-                    config.hosts = try HostSettings.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line)
+                    config.hosts = try HostSettings.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line, revealing: true)
                     continue
                 }
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
@@ -58,7 +58,7 @@ extension DaemonConfig {
         do {
             document = try TOMLDocument(parsing: text)
         } catch {
-            throw ConfigError(origin: "\(path):\(error.line)", reason: error.reason)
+            throw refusal(error, in: path, secret: true)
         }
         var tables: [HostSettings] = []
         for entry in document.root.entries {
@@ -66,9 +66,22 @@ extension DaemonConfig {
                 throw ConfigError(
                     origin: "\(path):\(entry.line)", reason: "a headers-file holds only [host.\"PATTERN\"] tables, not \(entry.key)")
             }
-            tables = try HostSettings.tables(from: entry.value, origin: { "\(path):\($0)" }, line: entry.line)
+            tables = try HostSettings.tables(from: entry.value, origin: { "\(path):\($0)" }, line: entry.line, revealing: false)
         }
         return tables
+    }
+
+    /// A TOML error of `file` as a refusal naming `FILE:LINE`. In a file that holds secrets (the
+    /// `headers-file`) and in a `headers` table of any file, the message names the key but
+    /// never the text: an unquoted token (`X-Api-Key = sk_live_…`) would otherwise be quoted
+    /// into the log.
+    static func refusal(_ error: TOMLError, in file: String, secret: Bool) -> ConfigError {
+        guard secret || HostSettings.isHeadersKey(error.key) else {
+            return ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
+        }
+        let key = error.key.isEmpty ? "" : TOMLTableNode.show(error.key) + ": "
+        return ConfigError(
+            origin: "\(file):\(error.line)", reason: key + error.reasonWithoutText + " (its text is not shown: it may be a secret)")
     }
 
     /// `path` against the working directory, `./` and trailing `/` dropped.

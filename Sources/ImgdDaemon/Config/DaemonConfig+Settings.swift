@@ -73,11 +73,17 @@ extension DaemonConfig {
         },
         DaemonSetting(
             "proxy", \.proxy, reloadable: false,
-            help: SettingHelp("Proxy URL", detail: "proxy environment variables are ignored"),
+            help: SettingHelp(
+                "Proxy URL", detail: "http, https, socks4a or socks5h: the proxy resolves host names; proxy environment variables are ignored"),
             show: { $0 ?? "" }, spell: { $0 }
         ) { value throws(SettingError) in
             let text = try value.text()
-            return text.isEmpty ? nil : text
+            guard !text.isEmpty else { return nil }
+            do throws(ProxyURLError) {
+                return try ProxyURL.check(text)
+            } catch {
+                throw SettingError(reason: error.description)
+            }
         },
         // The shared tier (README, "Fleet"): both apply to transfers that start after a reload.
         DaemonSetting(

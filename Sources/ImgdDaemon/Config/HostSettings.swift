@@ -3,12 +3,14 @@ import ImgdCore
 import ImgdNetwork
 
 /// One `[host."pattern"]` table of the configuration file (or of the `headers-file`): settings
-/// for the hosts a pattern names (``HostPattern``: an exact host or `*.example.com`, any port).
+/// for the hosts a pattern names (``HostPattern``: an exact host or `*.example.com`, every port
+/// or, as in `images.example.com:8443`, one).
 ///
 /// ```toml
 /// [host."images.example.com"]
 /// max-per-host = 16
-/// headers = { Authorization = "Bearer …" }
+/// headers = { Authorization = "Bearer …" }   # over https to port 443 only
+/// headers-over-http = false                   # true: also over plain http, to port 80
 /// rate = "50/s"
 /// key-ignore-query = ["X-Amz-*", "Expires", "Signature", "Key-Pair-Id"]
 /// ```
@@ -23,8 +25,11 @@ public struct HostSettings: Sendable, Equatable {
     public var keyIgnoreQuery: [QueryNamePattern]?
     /// Transfers at once to one `host:port` of these hosts.
     public var maxPerHost: Int?
-    /// Headers sent to these hosts only.
+    /// Headers sent to these hosts only, over https to the pattern's port (443 without one).
     public var headers: [RequestHeader] = []
+    /// Whether the headers also go over plain http (to the pattern's port, 80 without one);
+    /// nil: not set (false).
+    public var headersOverHTTP: Bool?
     /// Requests a second to one `host:port`, as written (`50/s`), and the interval it makes.
     public var rate: (text: String, interval: Duration)?
 
@@ -34,7 +39,7 @@ public struct HostSettings: Sendable, Equatable {
 
     public static func == (lhs: HostSettings, rhs: HostSettings) -> Bool {
         lhs.pattern == rhs.pattern && lhs.keyIgnoreQuery == rhs.keyIgnoreQuery && lhs.maxPerHost == rhs.maxPerHost
-            && lhs.headers == rhs.headers && lhs.rate?.interval == rhs.rate?.interval
+            && lhs.headers == rhs.headers && lhs.headersOverHTTP == rhs.headersOverHTTP && lhs.rate?.interval == rhs.rate?.interval
     }
 
     /// The downloader's rule these settings make.
@@ -42,6 +47,7 @@ public struct HostSettings: Sendable, Equatable {
         var rule = HostRules.Rule(hosts: pattern)
         rule.maxPerHost = maxPerHost
         rule.headers = headers
+        rule.headersOverHTTP = headersOverHTTP ?? false
         rule.requestInterval = rate?.interval
         return rule
     }
@@ -53,6 +59,7 @@ public struct HostSettings: Sendable, Equatable {
         if let query = other.keyIgnoreQuery { merged.keyIgnoreQuery = query }
         if let cap = other.maxPerHost { merged.maxPerHost = cap }
         if let rate = other.rate { merged.rate = rate }
+        if let overHTTP = other.headersOverHTTP { merged.headersOverHTTP = overHTTP }
         for header in other.headers {
             merged.headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
             merged.headers.append(header)
@@ -89,7 +96,7 @@ public struct HostSettings: Sendable, Equatable {
     }
 
     /// The keys a host table may hold.
-    static let keys = ["max-per-host", "headers", "rate", "key-ignore-query"]
+    static let keys = ["max-per-host", "headers", "headers-over-http", "rate", "key-ignore-query"]
 
     /// Reads `50/s`, `3000/m`, `1/h` (a positive number, perhaps with a fraction, per second,
     /// minute or hour) as the interval between requests; at most 10,000 a second.
@@ -102,9 +109,17 @@ public struct HostSettings: Sendable, Equatable {
         return .nanoseconds(Int64((per / count * 1e9).rounded()))
     }
 
+    /// Whether `key` (a dotted TOML key, table headers included) lies in a table's `headers`,
+    /// whose values may be tokens.
+    static func isHeadersKey(_ key: [String]) -> Bool {
+        key.count >= 3 && key[0] == "host" && key[2] == "headers"
+    }
+
     /// Reads the `host` table of the file: one subtable per pattern. `line` gives each
-    /// entry's `FILE:LINE` for errors.
-    static func tables(from value: TOMLValue, origin: (Int) -> String, line: Int) throws(ConfigError) -> [HostSettings] {
+    /// entry's `FILE:LINE` for errors. Unless `revealing` (the configuration file, not the
+    /// `headers-file`), errors never quote a value: any of that file's may be a secret put in
+    /// the wrong place.
+    static func tables(from value: TOMLValue, origin: (Int) -> String, line: Int, revealing: Bool) throws(ConfigError) -> [HostSettings] {
         guard case .table(let patterns) = value else {
             throw ConfigError(origin: origin(line), reason: #"host: expected tables such as [host."images.example.com"], found \#(value.typeName)"#)
         }
@@ -130,7 +145,8 @@ public struct HostSettings: Sendable, Equatable {
                 switch setting.key {
                 case "max-per-host":
                     guard case .integer(let cap) = setting.value, (1...1024).contains(cap) else {
-                        throw ConfigError(origin: place, reason: "\(name): expected an integer from 1 to 1024, found \(setting.value)")
+                        let found = revealing ? "\(setting.value)" : setting.value.typeName
+                        throw ConfigError(origin: place, reason: "\(name): expected an integer from 1 to 1024, found \(found)")
                     }
                     settings.maxPerHost = cap
                 case "rate":
@@ -140,7 +156,8 @@ public struct HostSettings: Sendable, Equatable {
                     do {
                         settings.rate = (text, try interval(ofRate: text))
                     } catch {
-                        throw ConfigError(origin: place, reason: "\(name): \(error.reason)")
+                        throw ConfigError(
+                            origin: place, reason: "\(name): " + (revealing ? error.reason : "not a rate such as 50/s, 3000/m or 1/h (at most 10000/s)"))
                     }
                 case "headers":
                     guard case .table(let headers) = setting.value else {
@@ -164,6 +181,11 @@ public struct HostSettings: Sendable, Equatable {
                             throw ConfigError(origin: origin(header.line), reason: "\(name): \(error)")
                         }
                     }
+                case "headers-over-http":
+                    guard case .boolean(let allowed) = setting.value else {
+                        throw ConfigError(origin: place, reason: "\(name): expected true or false, found \(setting.value.typeName)")
+                    }
+                    settings.headersOverHTTP = allowed
                 case "key-ignore-query":
                     guard case .array(let items) = setting.value else {
                         throw ConfigError(origin: place, reason: "\(name): expected an array of parameter names, found \(setting.value.typeName)")
@@ -176,7 +198,7 @@ public struct HostSettings: Sendable, Equatable {
                         do {
                             patterns.append(try QueryNamePattern(text))
                         } catch {
-                            throw ConfigError(origin: place, reason: "\(name): \(error)")
+                            throw ConfigError(origin: place, reason: "\(name): " + (revealing ? "\(error)" : error.reason))
                         }
                     }
                     settings.keyIgnoreQuery = patterns
@@ -201,6 +223,7 @@ public struct HostSettings: Sendable, Equatable {
             if let rate = table.rate { parts.append("rate: \(rate.text)") }
             // Names only: a value may be a secret.
             if !table.headers.isEmpty { parts.append("headers: \(table.headers.map(\.name).joined(separator: ","))") }
+            if let overHTTP = table.headersOverHTTP { parts.append("headers-over-http: \(overHTTP)") }
             if let query = table.keyIgnoreQuery { parts.append("key-ignore-query: \(query.map(\.text).joined(separator: ","))") }
             return "\(table.pattern) (\(parts.joined(separator: "; ")))"
         }.joined(separator: "; ")

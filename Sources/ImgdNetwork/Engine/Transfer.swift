@@ -164,9 +164,12 @@ final class Transfer {
         // without one are counted in `receive`.
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(policy.maxBodyBytes))
         // An empty proxy disables the *_proxy environment variables: a proxy is used only when
-        // configured. No cookie engine, no .netrc, and no Accept-Encoding: images are already
-        // compressed, and inflating would turn a small gzip bomb into a huge body.
+        // configured. An empty no-proxy list keeps libcurl from reading NO_PROXY/no_proxy, which
+        // would otherwise send some hosts around a configured proxy. No cookie engine, no .netrc,
+        // and no Accept-Encoding: images are already compressed, and inflating would turn a small
+        // gzip bomb into a huge body.
         try easy.set(CURLOPT_PROXY, policy.proxy ?? "")
+        try easy.set(CURLOPT_NOPROXY, "")
         try easy.set(CURLOPT_NETRC, Int(CURL_NETRC_IGNORED.rawValue))
         try easy.set(CURLOPT_USERAGENT, policy.userAgent)
         try easy.set(CURLOPT_NOSIGNAL, true)
@@ -178,9 +181,11 @@ final class Transfer {
         // file libcurl uses the store it was built with (Debian: /etc/ssl/certs).
         if let caFile = policy.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         // Every header the request sends, built in one place (``RequestHeaders``): the target
-        // host's, and only its (a redirect to another host is a request of its own, configured for
-        // that host; libcurl, following by itself, would keep them), and a revalidation's validators.
-        let request = RequestHeaders(host: policy.hosts.rule(for: target.host)?.headers.map(\.line) ?? [], validators: job.validators)
+        // host's, and only when they may go to this URL (``HostRules/Rule/headers(for:)``: https
+        // to the table's port, http only if the table allows it). A redirect is a request of its
+        // own, configured for its target, so a hop to another host, port or to http drops them;
+        // libcurl, following by itself, would keep them. Then a revalidation's validators.
+        let request = RequestHeaders(host: policy.hosts.headers(for: target).map(\.line), validators: job.validators)
         if !request.isEmpty {
             guard let list = CurlHeaderList(request.lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
             headers = list

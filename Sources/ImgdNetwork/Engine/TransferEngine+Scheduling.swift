@@ -280,7 +280,7 @@ extension TransferEngine {
     /// Transfers at once to `url`'s `host:port`: its host table's `max-per-host`, else the
     /// policy's.
     private func perHostCap(_ url: ImageURL) -> Int {
-        policy.hosts.rule(for: url.host)?.maxPerHost ?? policy.maxPerHost
+        policy.hosts.rule(for: url)?.maxPerHost ?? policy.maxPerHost
     }
 
     /// Why the address policy refuses `job`'s URL (its host is a literal address in a denied
@@ -307,7 +307,7 @@ extension TransferEngine {
         // A host table's `rate`: a token bucket of one request, so the host's next request may
         // start one interval from now. Held like a Retry-After, which already stops the host's
         // queued jobs, wakes the loop when it lapses, and keeps the host in the table till then.
-        if let interval = policy.hosts.rule(for: job.url.host)?.requestInterval {
+        if let interval = policy.hosts.rule(for: job.url)?.requestInterval {
             let next = ContinuousClock.now + interval
             hosts[job.url.hostKey, default: HostState()].blockedUntil = max(hosts[job.url.hostKey]?.blockedUntil ?? next, next)
         }

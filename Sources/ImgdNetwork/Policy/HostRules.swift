@@ -3,9 +3,10 @@ import ImgdCore
 /// Per-host settings of the downloader, from the configuration's `[host."PATTERN"]` tables:
 /// a cap on transfers at once, request headers, and a request rate (politeness).
 ///
-/// A host takes the rule of the most specific pattern that names it (an exact host, then the
-/// longest wildcard); rules do not combine, and a host no rule names takes the policy's
-/// defaults.
+/// A `host:port` takes the rule of the most specific pattern that names it (an exact host, then
+/// the longest wildcard; of the same host, the pattern naming the port before the one naming
+/// none); rules do not combine, and a host no rule names takes the policy's defaults. A pattern
+/// without a port names every port of its hosts: its cap and rate apply to each.
 public struct HostRules: Sendable, Equatable {
     /// One pattern's settings.
     public struct Rule: Sendable, Equatable {
@@ -13,15 +14,33 @@ public struct HostRules: Sendable, Equatable {
         /// Transfers at once to one `host:port` of these hosts, instead of
         /// ``DownloadPolicy/maxPerHost``.
         public var maxPerHost: Int?
-        /// Headers sent with every request to these hosts, and only to them: a redirect to
-        /// another host does not carry them.
+        /// Headers sent with requests to these hosts, and only to them (``headers(for:)``): over
+        /// https to the pattern's port (443 when it names none), and over http only with
+        /// ``headersOverHTTP``. A redirect to another host, port or scheme is a request of its
+        /// own and carries them only if they would go to its URL.
         public var headers: [RequestHeader] = []
+        /// Whether ``headers`` also go over plain http (to the pattern's port, 80 when it names
+        /// none): off by default, since they are often credentials.
+        public var headersOverHTTP = false
         /// The least time between two requests started to one `host:port`: a token bucket with a
         /// burst of one request.
         public var requestInterval: Duration?
 
         public init(hosts: HostPattern) {
             self.hosts = hosts
+        }
+
+        /// The headers a request for `url` carries: ``headers`` when `url` is https, or http
+        /// with ``headersOverHTTP``, and its port is the one the pattern names (without one,
+        /// the scheme's default: 443, or 80); none otherwise. So an https → http redirect to
+        /// the same host drops them, as libcurl drops credentials on a scheme or port change.
+        public func headers(for url: ImageURL) -> [RequestHeader] {
+            guard !headers.isEmpty, hosts.matches(url.host) else { return [] }
+            switch url.scheme {
+            case "https": return url.port == (hosts.port ?? 443) ? headers : []
+            case "http": return headersOverHTTP && url.port == (hosts.port ?? 80) ? headers : []
+            default: return []
+            }
         }
     }
 
@@ -37,10 +56,21 @@ public struct HostRules: Sendable, Equatable {
         }.map(\.element)
     }
 
-    /// The rule for `host` (lower-cased, as ``ImageURL/host``), if a pattern names it.
-    public func rule(for host: String) -> Rule? {
+    /// The rule for `host` (lower-cased, as ``ImageURL/host``) on `port`, if a pattern names
+    /// it; a nil `port` is named only by patterns without one.
+    public func rule(for host: String, port: Int? = nil) -> Rule? {
         guard !rules.isEmpty else { return nil }
-        return rules.first { $0.hosts.matches(host) }
+        return rules.first { $0.hosts.matches(host, port: port) }
+    }
+
+    /// The rule for `url`'s `host:port`, if a pattern names it.
+    public func rule(for url: ImageURL) -> Rule? {
+        rule(for: url.host, port: url.port)
+    }
+
+    /// The configured headers a request for `url` carries (``Rule/headers(for:)``).
+    public func headers(for url: ImageURL) -> [RequestHeader] {
+        rule(for: url)?.headers(for: url) ?? []
     }
 }
 

@@ -22,13 +22,24 @@ public struct TOMLDocument: Sendable, Equatable {
 }
 
 /// Why a TOML document is invalid, with the line to look at.
+///
+/// ``reason`` may quote the document (a word that is not a value, a bad escape);
+/// ``reasonWithoutText`` says the same without any of its text, for a file or a table that may
+/// hold secrets (a `headers-file`, a `headers` table), where the word quoted could be a token.
 public struct TOMLError: Error, Sendable, Equatable, CustomStringConvertible {
     public let line: Int
     public let reason: String
+    /// ``reason`` without any text of the document (the key included).
+    public let reasonWithoutText: String
+    /// The dotted key (table headers included) whose value was being read when the error was
+    /// found; empty outside a value.
+    public let key: [String]
 
-    public init(line: Int, reason: String) {
+    public init(line: Int, reason: String, reasonWithoutText: String? = nil, key: [String] = []) {
         self.line = line
         self.reason = reason
+        self.reasonWithoutText = reasonWithoutText ?? reason
+        self.key = key
     }
 
     public var description: String { "line \(line): \(reason)" }

@@ -25,7 +25,9 @@ extension TOMLParser {
         }
         if word.contains(UInt8(ascii: ":")) || (word.count >= 10 && word[start + 4] == UInt8(ascii: "-") && Self.isDigit(word.first)) {
             guard let value = Self.dateTime(word) else {
-                throw fail("\(shown) is not a valid date or time (1979-05-27, 07:32:00, 1979-05-27T07:32:00Z)", at: start)
+                throw fail(
+                    "\(shown) is not a valid date or time (1979-05-27, 07:32:00, 1979-05-27T07:32:00Z)", at: start,
+                    withoutText: "not a valid date or time (1979-05-27, 07:32:00, 1979-05-27T07:32:00Z)")
             }
             return value
         }
@@ -49,11 +51,13 @@ extension TOMLParser {
 
     private func number(_ word: ArraySlice<UInt8>, shown: String, at start: Int) throws(TOMLError) -> TOMLValue {
         func refuse(_ why: String) -> TOMLError {
-            fail("\(shown) is not a number: \(why)", at: start)
+            fail("\(shown) is not a number: \(why)", at: start, withoutText: "not a number: \(why)")
         }
         guard Self.isDigit(word.first) || word.first == UInt8(ascii: "+") || word.first == UInt8(ascii: "-") else {
             if word.first == UInt8(ascii: ".") { throw refuse("a float needs a digit before its point (0.5)") }
-            throw fail("\(shown) is not a value (a string needs quotes: \"\(shown)\")", at: start)
+            throw fail(
+                "\(shown) is not a value (a string needs quotes: \"\(shown)\")", at: start,
+                withoutText: "not a value (a string needs quotes)")
         }
         let signed = word.first == UInt8(ascii: "+") || word.first == UInt8(ascii: "-")
         let negative = word.first == UInt8(ascii: "-")

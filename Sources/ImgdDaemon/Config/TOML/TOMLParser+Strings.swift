@@ -165,13 +165,17 @@ extension TOMLParser {
                 throw fail("\\\(Character(Unicode.Scalar(escaped))) takes exactly \(count) hexadecimal digits", at: start)
             }
             guard let scalar = Unicode.Scalar(number) else {
-                throw fail("\\\(Character(Unicode.Scalar(escaped)))\(String(decoding: digits, as: UTF8.self)) is not a Unicode scalar value", at: start)
+                throw fail(
+                    "\\\(Character(Unicode.Scalar(escaped)))\(String(decoding: digits, as: UTF8.self)) is not a Unicode scalar value", at: start,
+                    withoutText: "an escape is not a Unicode scalar value")
             }
             position += count
             bytes += Array(String(Character(scalar)).utf8)
         default:
             let shown = escaped < 0x80 && !Self.isControl(escaped) ? "\\\(Character(Unicode.Scalar(escaped)))" : "a backslash"
-            throw fail("unknown escape \(shown) (escapes: \\b \\t \\n \\f \\r \\\" \\\\ \\uXXXX \\UXXXXXXXX)", at: start)
+            throw fail(
+                "unknown escape \(shown) (escapes: \\b \\t \\n \\f \\r \\\" \\\\ \\uXXXX \\UXXXXXXXX)", at: start,
+                withoutText: "an unknown escape in a string (escapes: \\b \\t \\n \\f \\r \\\" \\\\ \\uXXXX \\UXXXXXXXX)")
         }
     }
 

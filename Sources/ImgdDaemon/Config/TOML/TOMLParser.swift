@@ -8,6 +8,9 @@ struct TOMLParser {
     private let lineFeeds: [Int]
     /// How deep the current value is inside arrays and inline tables.
     private var depth = 0
+    /// The dotted key of the value being read (the table header's path, then the keys down to
+    /// it), for errors: what a caller needs to keep a secret table's text out of a message.
+    private var keyPath: [String] = []
 
     init(_ text: [UInt8]) {
         self.text = text
@@ -31,8 +34,10 @@ struct TOMLParser {
         return low + 1
     }
 
-    func fail(_ reason: String, at offset: Int? = nil) -> TOMLError {
-        TOMLError(line: line(at: offset ?? position), reason: reason)
+    /// An error at `offset` (the current position by default). A `reason` that quotes the
+    /// document's text comes with `withoutText`, the same said without it.
+    func fail(_ reason: String, at offset: Int? = nil, withoutText: String? = nil) -> TOMLError {
+        TOMLError(line: line(at: offset ?? position), reason: reason, reasonWithoutText: withoutText, key: keyPath)
     }
 
     // MARK: - The document
@@ -61,6 +66,7 @@ struct TOMLParser {
                 } else {
                     table = try root.defineTable(path, line: line(at: start))
                 }
+                keyPath = path
             default:
                 try readKeyValue(into: table)
             }
@@ -241,10 +247,15 @@ struct TOMLParser {
         let start = position
         let path = try readKey()
         guard current == UInt8(ascii: "=") else {
-            throw fail("expected = after the key \(TOMLTableNode.show(path))")
+            // A line holding only a word (a token pasted alone) is read as a key: not quoted
+            // where the document may hold secrets.
+            throw fail("expected = after the key \(TOMLTableNode.show(path))", withoutText: "expected = after a key")
         }
         position += 1
         skipSpaces()
+        let outer = keyPath
+        keyPath = outer + path
+        defer { keyPath = outer }
         let value = try readValue()
         try table.setValue(value, at: path, line: line(at: start))
     }
