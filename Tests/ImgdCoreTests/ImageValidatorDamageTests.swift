@@ -114,7 +114,7 @@ import ImgdTestSupport
         flipped[ImageFixture.pngChunkOffset(png, "pADd") + 20] ^= 0x80
         for pieceSize in [1, 2, 3, 5, 7, 12, 13, 64, png.count] {
             func run(_ bytes: [UInt8]) throws -> PNGChunkStream {
-                var stream = PNGChunkStream(bodyCount: bytes.count, start: 8, colourType: 2)
+                var stream = PNGChunkStream(bodyCount: bytes.count, start: 8, colourType: 2, width: 5, height: 3)
                 var offset = 8
                 while offset < bytes.count, !stream.isFinished {
                     let end = min(bytes.count, offset + pieceSize)
@@ -238,7 +238,9 @@ import ImgdTestSupport
         rle.replaceSubrange(28..<30, with: [8, 0])  // 8 bits per pixel
         rle.replaceSubrange(30..<34, with: [1, 0, 0, 0])  // BI_RLE8
         rle.replaceSubrange(34..<38, with: [100, 0, 0, 0])  // 100 bytes of RLE data
-        rle = Array(rle.prefix(14 + 40 + 100))
+        rle.replaceSubrange(46..<50, with: [2, 0, 0, 0])  // a palette of 2 colours (8 bytes) before them
+        rle.replaceSubrange(10..<14, with: [14 + 40 + 8, 0, 0, 0])
+        rle = Array(rle.prefix(14 + 40 + 8 + 100))
         #expect(verdict(rle) == .image(.bmp, 40, 40))
         #expect(verdict(Array(rle.dropLast(1))) == .truncated)
     }

@@ -16,7 +16,9 @@ extension ImageValidator {
     /// walked, its CRC-32 checked, in one front-to-back pass (`PNGChunkStream`).
     ///
     /// A chunk running past the end of the body is `truncated`; a CRC mismatch, an impossible
-    /// IHDR or a missing IDAT is `corrupt`. Bytes after IEND are allowed: they are common in
+    /// IHDR, a missing IDAT, an ancillary chunk too short for its type (or a palette, tRNS or
+    /// hIST that does not fit the palette, a text chunk without its keyword) and a broken
+    /// APNG frame sequence are `corrupt`. Bytes after IEND are allowed: they are common in
     /// the wild and every decoder ignores them.
     func validatePNG(_ reader: inout ImageByteReader) throws -> ImageInfo {
         // IHDR's length and type (8), width and height (8), five single-byte fields and the CRC (9).
@@ -47,7 +49,7 @@ extension ImageValidator {
                     + "and interlace method \(header[20]); PNG defines 0, 0 and 0 or 1")
         }
 
-        var stream = PNGChunkStream(bodyCount: reader.count, start: 8, colourType: colourType)
+        var stream = PNGChunkStream(bodyCount: reader.count, start: 8, colourType: colourType, width: width, height: height)
         while !stream.isFinished, stream.position < reader.count {
             let start = stream.position
             try reader.withBytes(at: start, count: Self.pngPieceSize) { try stream.feed($0) }

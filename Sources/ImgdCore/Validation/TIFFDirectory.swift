@@ -1,5 +1,6 @@
 /// One image file directory (IFD) of a TIFF or BigTIFF, as much of it as validation needs:
-/// the size, where the pixel data lies, and where the next IFD is.
+/// the size, where the pixel data lies and how it is cut into strips or tiles, and where the
+/// next IFD is.
 struct TIFFDirectory {
     /// How a TIFF file lays out its structures: classic TIFF (version 42) has 2-byte entry
     /// counts, 12-byte entries and 4-byte offsets; BigTIFF (version 43) 8-byte counts, 20-byte
@@ -30,17 +31,32 @@ struct TIFFDirectory {
     enum Tag {
         static let imageWidth = 256
         static let imageLength = 257
+        static let bitsPerSample = 258
+        static let compression = 259
+        static let photometric = 262
         static let stripOffsets = 273
+        static let samplesPerPixel = 277
+        static let rowsPerStrip = 278
         static let stripByteCounts = 279
+        static let planarConfiguration = 284
+        static let tileWidth = 322
+        static let tileLength = 323
         static let tileOffsets = 324
         static let tileByteCounts = 325
         /// Old-style JPEG TIFFs and EXIF thumbnails locate their data with these two.
         static let jpegOffset = 513
         static let jpegLength = 514
 
-        static let read: Set = [
-            imageWidth, imageLength, stripOffsets, stripByteCounts, tileOffsets, tileByteCounts, jpegOffset, jpegLength,
+        /// The tags that say how the pixel data is cut into strips or tiles (`TIFFDataLayout`).
+        /// One with a field type that is not an integer is left out, and so is that check:
+        /// libtiff warns about such a tag and reads the image with the tag's default.
+        static let layout: Set = [
+            bitsPerSample, compression, photometric, samplesPerPixel, rowsPerStrip, planarConfiguration,
+            tileWidth, tileLength,
         ]
+        static let read: Set = layout.union([
+            imageWidth, imageLength, stripOffsets, stripByteCounts, tileOffsets, tileByteCounts, jpegOffset, jpegLength,
+        ])
     }
 
     /// More entries than this is not a directory (libtiff refuses it the same way).
@@ -55,6 +71,8 @@ struct TIFFDirectory {
     var next: Int?
     /// Set when the body ends inside this IFD: its entries up to there were read.
     var endsEarly: ImageValidationError?
+    /// Layout tags present with a field type that is not an integer.
+    var unreadable: Set<Int> = []
 
     /// Reads the IFD at `offset`, keeping what lies in the body when it is cut short (so a
     /// size that is over the pixel limit is seen before the truncation is reported).
@@ -64,7 +82,7 @@ struct TIFFDirectory {
     static func read(
         at offset: Int, index: Int, layout: Layout, reader: inout ImageByteReader
     ) throws -> TIFFDirectory {
-        let name = index == 0 ? "first IFD" : "IFD \(index + 1)"
+        let name = Self.name(index)
         guard let rawCount = try count(at: offset, layout: layout, reader: &reader) else {
             throw ImageValidationError.truncated(
                 reason: "TIFF's \(name) at offset \(offset) lies past the end of the body")
@@ -96,6 +114,10 @@ struct TIFFDirectory {
             case 4, 9, 13: valueSize = 4  // LONG, SLONG, IFD
             case 16...18 where layout.isBig: valueSize = 8  // LONG8, SLONG8, IFD8
             default:
+                if Tag.layout.contains(tag) {
+                    directory.unreadable.insert(tag)
+                    continue
+                }
                 throw ImageValidationError.corrupt(
                     reason: "TIFF's \(name) gives tag \(tag) field type \(type), not an integer type")
             }
@@ -126,6 +148,11 @@ struct TIFFDirectory {
         }
         return directory
     }
+
+    /// "first IFD", "IFD 2", …, for messages.
+    var name: String { Self.name(index) }
+
+    static func name(_ index: Int) -> String { index == 0 ? "first IFD" : "IFD \(index + 1)" }
 
     /// The first value of `tag`, or nil when the entry is absent or holds no value.
     func firstValue(_ tag: Int, layout: Layout, reader: inout ImageByteReader) throws -> Int? {
