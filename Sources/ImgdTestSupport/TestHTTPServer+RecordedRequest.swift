@@ -4,6 +4,9 @@ extension TestHTTPServer {
     public struct RecordedRequest: Sendable, Equatable {
         public var target: String
         public var headers: [Header]
+        /// When its head arrived, taken on the server's event loop (a test timing requests does
+        /// not depend on when its own task polls).
+        public var arrivedAt: ContinuousClock.Instant
 
         /// One header field.
         public struct Header: Sendable, Equatable {

@@ -55,11 +55,13 @@ final class TestHTTPServerState: Sendable {
         order?.append(target)
         return state.withLockedValue { locked in
             if isHTTP2 { locked.counters.http2Requests += 1 }
-            if locked.counters.firstRequestAt == nil { locked.counters.firstRequestAt = .now }
+            let now = ContinuousClock.now
+            if locked.counters.firstRequestAt == nil { locked.counters.firstRequestAt = now }
             locked.counters.requestLog.append(target)
             locked.counters.requests.append(
                 TestHTTPServer.RecordedRequest(
-                    target: target, headers: headers.map { TestHTTPServer.RecordedRequest.Header(name: $0.0, value: $0.1) }))
+                    target: target, headers: headers.map { TestHTTPServer.RecordedRequest.Header(name: $0.0, value: $0.1) },
+                    arrivedAt: now))
             let attempt = locked.counters.requestCounts[target, default: 0] + 1
             locked.counters.requestCounts[target] = attempt
             locked.counters.inFlight += 1

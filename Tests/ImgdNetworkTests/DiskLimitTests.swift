@@ -126,4 +126,58 @@ struct DiskLimitTests {
             for image in pinned { #expect(fixture.disk.lookup(image.key) != nil) }
         }
     }
+
+    /// Five 19 KB entries: 95 KB of a 100 KB cap, so that a body wanting more than 5 KB must evict.
+    private func fillCache(_ fixture: DownloaderFixture) async throws -> [CachedImage] {
+        var cached: [CachedImage] = []
+        for index in 0..<5 {
+            cached.append(try await fixture.downloader.fetch(fixture.url("/img/full\(index).png?bytes=19000")))
+        }
+        #expect(fixture.disk.budget.snapshot.stored > 90_000)
+        return cached
+    }
+
+    @Test(
+        "an error page declaring a large Content-Length evicts nothing: its first bytes are judged before room is held for the declared length",
+        arguments: ["", "&slow_bps=200"])
+    func declaredLengthOfAnErrorPage(delivery: String) async throws {
+        try await withFixture(policy: DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 }, diskLimit: 100_000) { fixture in
+            let cached = try await fillCache(fixture)
+            // 60 KB declared, 84 bytes of HTML sent (at once, or dripped in 10-byte pieces: the
+            // verdict then comes from bytes gathered over several offers), then the close.
+            for index in 0..<3 {
+                let error = try await fixture.failure("/html?cl=60000&n=\(index)\(delivery)")
+                #expect(error?.code == "not_image", "\(String(describing: error))")
+            }
+            for image in cached { #expect(fixture.disk.lookup(image.key) != nil, "\(image.key) was evicted") }
+            #expect(fixture.disk.evictions.total(.size).files == 0)
+            #expect(fixture.downloader.statistics.roomRequests == 0)
+            #expect(fixture.disk.budget.snapshot.reserved == 0)
+        }
+    }
+
+    @Test("a body that passes the sniff holds its declared length; cut short, it gives the room back; over max-body-bytes, it is refused before any room is held")
+    func declaredLengthAfterTheSniff() async throws {
+        let policy = DownloaderFixture.testPolicy {
+            $0.retry.maxAttempts = 1
+            $0.maxBodyBytes = 100_000
+        }
+        try await withFixture(policy: policy, diskLimit: 100_000) { fixture in
+            _ = try await fillCache(fixture)
+            // Over max-body-bytes as declared: refused at the headers, nothing evicted.
+            let tooLarge = try await fixture.failure("/img/lie-big.png?bytes=1000&cl=200000")
+            #expect(tooLarge?.code == "too_large", "\(String(describing: tooLarge))")
+            #expect(fixture.disk.evictions.total(.size).files == 0)
+            // A PNG declaring 60 KB more than it sends: room for the declaration is made (the
+            // accepted cost once the first bytes are an image's), then given back when it fails.
+            let truncated = try await fixture.failure("/img/lie.png?bytes=1000&cl=60000")
+            #expect(truncated?.code == "truncated", "\(String(describing: truncated))")
+            #expect(fixture.disk.evictions.total(.size).files > 0)
+            #expect(fixture.disk.budget.snapshot.reserved == 0, "the failed body's reservation was given back")
+            // A small image dripped in 10-byte pieces is recognised across them and published whole.
+            let dripped = try await fixture.downloader.fetch(fixture.url("/img/drip.png?slow_bps=200"))
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: dripped.path))) == TestHTTPServer.body(for: "/img/drip.png?slow_bps=200"))
+            #expect(fixture.disk.budget.snapshot.reserved == 0)
+        }
+    }
 }

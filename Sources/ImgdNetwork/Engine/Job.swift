@@ -44,6 +44,28 @@ final class Job {
     var retriedForSpace = false
     /// The running transfer, while `state == .running`.
     var transfer: Transfer?
+    /// A redirect's next request that waits for its host (at its cap, or held by its `rate` or a
+    /// `Retry-After`): the job is queued again, and it starts with this hop instead of its URL.
+    var pendingHop: Hop?
+    /// The target of the attempt's last request (its URL or a redirect's): the host that
+    /// answered, which a `Retry-After` in that answer holds back.
+    var lastTarget: ImageURL?
+
+    /// A redirect's request waiting for a slot of its target's host, and what it keeps of its
+    /// attempt.
+    struct Hop {
+        let target: ImageURL
+        /// Redirects followed in the attempt before this request.
+        let redirects: Int
+        /// When the attempt began: the chain shares the attempt's time.
+        let attemptStartedAt: ContinuousClock.Instant
+        /// When the hop began to wait: time spent waiting for the host is not the attempt's.
+        let queuedAt: ContinuousClock.Instant
+    }
+
+    /// The URL the job's next request goes to: its pending hop's target, else its own. Its host
+    /// is the one whose cap and gate decide when the job may start.
+    var nextTarget: ImageURL { pendingHop?.target ?? url }
 
     init(first waiter: FetchToken, serial: UInt64) {
         self.serial = serial

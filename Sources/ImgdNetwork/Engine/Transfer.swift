@@ -75,8 +75,13 @@ final class Transfer {
     /// The whole attempt's limit under the policy it started with (a reload does not shorten it).
     let totalTimeout: Duration
     private let addresses: AddressPolicy
-    /// Until the format has been recognised from the first bytes.
+    /// Until the format has been recognised from the first bytes (or ``maxSniffBytes`` have
+    /// arrived without a verdict).
     private var isSniffing = true
+    /// Set once the first bytes were recognised as an image: only then is room held for a
+    /// declared length. Until then only what has arrived is held, so a hostile origin that
+    /// declares a large length and sends an error page evicts nothing.
+    private var passedSniff = false
     /// Status of the response delivering the body; read on the first body bytes.
     private var status: Int?
     /// Body bytes of an error response are counted and dropped, never written.
@@ -218,19 +223,38 @@ final class Transfer {
             abort = .disk(failure)
             return 0
         }
-        guard bytesReceived + bytes.count <= maxBodyBytes else {
+        // `max-size` caps a declared length before anything is held for it (libcurl refuses such
+        // a length at the headers already; this keeps the reservation below from trusting it).
+        guard bytesReceived + bytes.count <= maxBodyBytes, (declaredLength ?? 0) <= maxBodyBytes else {
             abort = .tooLarge(limit: maxBodyBytes)
             return 0
         }
-        // The cap is hard: the declared size is held before the first byte is kept, an
-        // undeclared body is held chunk by chunk as it grows. Space that is not free is asked of
-        // the cache, which evicts on its own queue; these bytes wait in libcurl meanwhile.
-        let needed = max(declaredLength ?? 0, bytesReceived + bytes.count)
+        // The first bytes are judged before any room is held for them: an error page with a
+        // large declared length is refused here, having made the cache evict nothing.
+        if isSniffing {
+            switch sniff(with: bytes) {
+            case .notImage:
+                abort = .notImage
+                return 0
+            case .image:
+                isSniffing = false
+                passedSniff = true
+            case .needMoreBytes:
+                if buffer.count + bytes.count >= Self.maxSniffBytes { isSniffing = false }
+            }
+        }
+        // The cap is hard: room is held before a byte is kept. Until the body has passed the
+        // sniff only what has arrived is held (exactly while sniffing: a few bytes must not cost
+        // a chunk's eviction); then the declared size at once, or an undeclared body chunk by
+        // chunk as it grows (so does a body the sniff could not judge). Space that is not free is asked of the cache, which evicts on its own queue;
+        // these bytes wait in libcurl meanwhile.
+        let arrived = bytesReceived + bytes.count
+        let needed = passedSniff ? max(declaredLength ?? 0, arrived) : arrived
         if case .refused = room {
             abort = .diskFull(needed: needed)
             return 0
         }
-        let wanted = reservation.shortfall(holding: needed, declared: declaredLength != nil && needed == declaredLength)
+        let wanted = reservation.shortfall(holding: needed, exact: isSniffing || needed == declaredLength)
         if wanted > 0 {
             room = .waiting
             askForRoom(self, wanted)
@@ -245,22 +269,24 @@ final class Transfer {
             buffer.reserveCapacity(min(Self.bufferLimit, maxBodyBytes, declaredLength ?? Self.undeclaredStart))
         }
         buffer.append(contentsOf: bytes)
-        if isSniffing, spill == nil {
-            let verdict = buffer.withUnsafeBytes { all in
-                ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: all.prefix(Self.maxSniffBytes)), isComplete: false)
-            }
-            switch verdict {
-            case .notImage:
-                abort = .notImage
-                return 0
-            case .image:
-                isSniffing = false
-            case .needMoreBytes:
-                if buffer.count >= Self.maxSniffBytes { isSniffing = false }
-            }
-        }
         if buffer.count >= Self.bufferLimit { spillBuffer() }
         return bytes.count
+    }
+
+    /// The sniff's verdict on the body's first bytes with `bytes` after those kept so far, before
+    /// `bytes` are kept. Sniffing ends within ``maxSniffBytes``, long before the first spill, so
+    /// what was kept is all in `buffer`. The first offer is judged where it lies; a later one is
+    /// appended for the look and taken off again (the buffer's capacity stays: no allocation).
+    private func sniff(with bytes: UnsafeRawBufferPointer) -> ImageSniff {
+        guard !buffer.isEmpty else {
+            return ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.maxSniffBytes)), isComplete: false)
+        }
+        let kept = buffer.count
+        buffer.append(contentsOf: bytes.prefix(Self.maxSniffBytes - min(kept, Self.maxSniffBytes)))
+        defer { buffer.removeLast(buffer.count - kept) }
+        return buffer.withUnsafeBytes { all in
+            ImageValidator.sniff(UnsafeRawBufferPointer(rebasing: all.prefix(Self.maxSniffBytes)), isComplete: false)
+        }
     }
 
     /// The cache's answer to a request for room: `bytes` granted (now held for this body) or

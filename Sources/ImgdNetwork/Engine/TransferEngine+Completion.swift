@@ -12,7 +12,7 @@ extension TransferEngine {
         multi!.remove(transfer.easy)
         let job = transfer.job
         job.transfer = nil
-        releaseHostSlot(job.url.hostKey)
+        releaseHostSlot(transfer.target.hostKey)
         if let next = nextRequest(after: transfer, result: result) {
             // Another request of the same attempt, in the slot just freed, or its refusal.
             take(next, after: transfer)

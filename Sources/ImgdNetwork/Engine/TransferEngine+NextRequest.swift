@@ -3,7 +3,8 @@ import ImgdCore
 
 /// A transfer that ended may not end its attempt: the tier failed and the origin is asked
 /// directly, or the answer was a redirect to follow. Either is another request in the slot just
-/// freed, or a refusal that fails the attempt. The tier (``tierStep(after:result:)``) and the
+/// freed (a redirect's, once its target's host may take it: ``follow(_:to:redirects:attemptStartedAt:)``),
+/// or a refusal that fails the attempt. The tier (``tierStep(after:result:)``) and the
 /// redirects (``redirectStep(after:result:)``) each decide; this is where the decision is taken.
 extension TransferEngine {
     /// What follows a finished transfer, before it is concluded as an answer.
@@ -36,7 +37,7 @@ extension TransferEngine {
             if let tier = transfer.tier { onTierFallback?(tier.base, cause) }
             launch(job, target: transfer.target, redirects: transfer.redirects, direct: true)
         case .follow(let target):
-            launch(job, target: target, redirects: transfer.redirects + 1, attemptStartedAt: transfer.startedAt)
+            follow(job, to: target, redirects: transfer.redirects + 1, attemptStartedAt: transfer.startedAt)
         case .refuse(let error):
             settle(job, .failure(error))
         }

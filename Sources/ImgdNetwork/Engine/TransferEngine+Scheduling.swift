@@ -83,7 +83,7 @@ extension TransferEngine {
             if running.count < policy.maxParallel {
                 if let job = queue.next(
                     isLive: { $0.state == .queued },
-                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.url, now: now) })
+                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.nextTarget, now: now) })
                 {
                     start(job)
                     continue
@@ -110,29 +110,30 @@ extension TransferEngine {
         // Called whenever nothing else could start (every turn while the slots are full): the
         // common case, no on-demand job at all, costs one test.
         guard queue.hasEntries(at: .onDemand) else { return false }
+        // Each transfer holds a slot of the host it talks to (a redirect's, its target's).
         var prefetchHosts = Set<String>()
         for transfer in running.values where transfer.job.priority < .onDemand {
-            prefetchHosts.insert(transfer.job.url.hostKey)
+            prefetchHosts.insert(transfer.target.hostKey)
         }
         let globalFull = running.count >= policy.maxParallel
         var refused = false
         guard let job = queue.next(
             priority: .onDemand, isLive: { $0.state == .queued },
             canStart: { job in
-                let host = job.url.hostKey
+                let host = job.nextTarget.hostKey
                 guard !self.publishingKeys.contains(job.key), !self.isBackingOff(host, now: now) else { return false }
                 refused = self.refusal(of: job) != nil
                 if refused { return true }
-                if (self.hosts[host]?.running ?? 0) >= self.perHostCap(job.url) { return prefetchHosts.contains(host) }
+                if (self.hosts[host]?.running ?? 0) >= self.perHostCap(job.nextTarget) { return prefetchHosts.contains(host) }
                 return !globalFull || !prefetchHosts.isEmpty
             })
         else { return false }
-        let host = job.url.hostKey
-        let hostFull = (hosts[host]?.running ?? 0) >= perHostCap(job.url)
+        let host = job.nextTarget.hostKey
+        let hostFull = (hosts[host]?.running ?? 0) >= perHostCap(job.nextTarget)
         // `refused` is the picked job's: the scan stops at the first job it accepts.
         if !refused, hostFull || globalFull {
             let victim = running.values
-                .filter { $0.job.priority < .onDemand && (!hostFull || $0.job.url.hostKey == host) }
+                .filter { $0.job.priority < .onDemand && (!hostFull || $0.target.hostKey == host) }
                 .min { ($0.job.preemptions, $0.bytesReceived) < ($1.job.preemptions, $1.bytesReceived) }
             // The pick above made sure there is one.
             if let victim { preempt(victim) }
@@ -165,24 +166,24 @@ extension TransferEngine {
                 && now - $0.startedAt >= policy.fairShareGrace
         }
         guard !candidates.isEmpty else { return }
-        let candidateHosts = Set(candidates.map { $0.job.url.hostKey })
+        let candidateHosts = Set(candidates.map { $0.target.hostKey })
         for submitter in waiting where runningBySubmitter[submitter, default: 0] < share {
             let job = queue.next(
                 priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
                 canStart: {
-                    let host = $0.url.hostKey
+                    let host = $0.nextTarget.hostKey
                     return !self.publishingKeys.contains($0.key) && !self.isBackingOff(host, now: now)
-                        && (self.hostCanStart($0.url, now: now) || candidateHosts.contains(host))
+                        && (self.hostCanStart($0.nextTarget, now: now) || candidateHosts.contains(host))
                 })
             guard let job else { continue }
             if refusal(of: job) != nil {
                 start(job)
                 return
             }
-            let host = job.url.hostKey
-            let onHost = !hostCanStart(job.url, now: now)
+            let host = job.nextTarget.hostKey
+            let onHost = !hostCanStart(job.nextTarget, now: now)
             let victim = candidates
-                .filter { !onHost || $0.job.url.hostKey == host }
+                .filter { !onHost || $0.target.hostKey == host }
                 .min { $0.bytesReceived < $1.bytesReceived }!
             preempt(victim)
             start(job)
@@ -234,7 +235,7 @@ extension TransferEngine {
         running[transfer.easy.handle] = nil
         forgetThrottled(transfer)
         multi?.remove(transfer.easy)
-        releaseHostSlot(transfer.job.url.hostKey)
+        releaseHostSlot(transfer.target.hostKey)
         transfer.discard()
         transfer.job.transfer = nil
     }
@@ -271,7 +272,9 @@ extension TransferEngine {
         stallLapsesAt = hosts.values.compactMap { host in host.blockedUntil.flatMap { $0 > now ? $0 : nil } }.min()
     }
 
-    private func hostCanStart(_ url: ImageURL, now: ContinuousClock.Instant) -> Bool {
+    /// Whether a request to `url`'s host may start now: the host is under its cap and not held
+    /// back (by its `rate` or a `Retry-After`).
+    func hostCanStart(_ url: ImageURL, now: ContinuousClock.Instant) -> Bool {
         guard let host = hosts[url.hostKey] else { return true }
         if let until = host.blockedUntil, until > now { return false }
         return host.running < perHostCap(url)
@@ -283,16 +286,28 @@ extension TransferEngine {
         policy.hosts.rule(for: url)?.maxPerHost ?? policy.maxPerHost
     }
 
-    /// Why the address policy refuses `job`'s URL (its host is a literal address in a denied
-    /// range); nil when it may be requested. Such a job is started without taking a slot from
-    /// anyone: ``start(_:)`` refuses it at once.
+    /// Why the address policy refuses `job`'s next request (its host is a literal address in a
+    /// denied range; a waiting hop is checked again, as the policy may have been reloaded); nil
+    /// when it may be requested. Such a job is started without taking a slot from anyone:
+    /// ``start(_:)`` refuses it at once.
     private func refusal(of job: Job) -> String? {
-        policy.addresses.requestRefusal(url: job.url.normalized, host: job.url.host, isRedirect: false)
+        let target = job.nextTarget
+        return policy.addresses.requestRefusal(url: target.normalized, host: target.host, isRedirect: job.pendingHop != nil)
     }
 
     /// Starts `job` on a fresh easy handle. A handle whose set-up fails goes with the job's
     /// failure: it is never added, pooled or seen by another transfer.
     private func start(_ job: Job) {
+        if let hop = job.pendingHop {
+            // A redirect's hop that waited for its host: the same attempt goes on.
+            job.pendingHop = nil
+            if let reason = refusal(of: job) {
+                settle(job, .failure(.policyDenied(reason)))
+            } else {
+                launch(job, hop: hop, now: .now)
+            }
+            return
+        }
         job.attempts += 1
         // A URL whose host is a literal address the policy refuses goes no further: no handle, no
         // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
@@ -304,17 +319,22 @@ extension TransferEngine {
         }
         guard launch(job, target: job.url, redirects: 0) else { return }
         counters.started += 1
-        // A host table's `rate`: a token bucket of one request, so the host's next request may
-        // start one interval from now. Held like a Retry-After, which already stops the host's
-        // queued jobs, wakes the loop when it lapses, and keeps the host in the table till then.
-        if let interval = policy.hosts.rule(for: job.url)?.requestInterval {
-            let next = ContinuousClock.now + interval
-            hosts[job.url.hostKey, default: HostState()].blockedUntil = max(hosts[job.url.hostKey]?.blockedUntil ?? next, next)
-        }
+        chargeRate(of: job.url)
+    }
+
+    /// A host table's `rate`, charged for a request started to `target`'s host (a job's URL or
+    /// a redirect's hop: each request counts against the host it goes to): a token bucket of
+    /// one request, so the host's next request may start one interval from now. Held like a
+    /// Retry-After, which already stops the host's queued jobs and hops, wakes the loop when it
+    /// lapses, and keeps the host in the table till then.
+    func chargeRate(of target: ImageURL) {
+        guard let interval = policy.hosts.rule(for: target)?.requestInterval else { return }
+        let next = ContinuousClock.now + interval
+        hosts[target.hostKey, default: HostState()].blockedUntil = max(hosts[target.hostKey]?.blockedUntil ?? next, next)
     }
 
     /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after
-    /// `redirects` hops) on a fresh easy handle, holding a slot of the job's host: through the
+    /// `redirects` hops) on a fresh easy handle, holding a slot of `target`'s host: through the
     /// tier when there is one, unless `direct` (a fallback after the tier failed). A redirect's
     /// request passes `attemptStartedAt`: the chain shares the attempt's time. False when
     /// libcurl could not take it: the job has then failed.
@@ -350,8 +370,10 @@ extension TransferEngine {
         move(job, to: .running)
         job.transfer = transfer
         running[easy.handle] = transfer
-        // A redirect's request holds a slot of the job's host, as the whole attempt does.
-        hosts[job.url.hostKey, default: HostState()].running += 1
+        // Each request holds a slot of the host it goes to (a redirect's, of its target's host),
+        // released when its response is done.
+        job.lastTarget = target
+        hosts[target.hostKey, default: HostState()].running += 1
         return true
     }
 
@@ -362,7 +384,9 @@ extension TransferEngine {
         var retryAfter: Duration?
         if case .http(let status, let after?) = error, status == 429 || status == 503 {
             retryAfter = min(after, policy.retry.maxRetryAfter)
-            hosts[job.url.hostKey, default: HostState()].blockedUntil = now + retryAfter!
+            // The host that answered is held back (a redirect's target's, not the job's URL's).
+            let host = (job.lastTarget ?? job.url).hostKey
+            hosts[host, default: HostState()].blockedUntil = now + retryAfter!
         }
         let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
         move(job, to: .waitingRetry)

@@ -58,9 +58,13 @@ final class TransferEngine: @unchecked Sendable {
         var isClosed = false
     }
 
+    /// One `host:port` the engine talks to. Every request counts against the host it goes to:
+    /// a redirect's hop against its target's, not the job's URL's.
     struct HostState {
+        /// Requests to this host running now (each transfer holds one slot of its target's host).
         var running = 0
-        /// A `Retry-After` from this host holds its queued jobs until then.
+        /// A `Retry-After` from this host, or its `rate`, holds the requests waiting for it (queued
+        /// jobs and redirects' hops) until then.
         var blockedUntil: ContinuousClock.Instant?
     }
 

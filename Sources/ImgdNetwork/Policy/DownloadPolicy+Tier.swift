@@ -1,8 +1,9 @@
 import ImgdCore
 
 extension DownloadPolicy {
-    /// The tier a request for `target` goes through: ``tier``, except for a host whose table sets
-    /// request headers (`headers`, or the `headers-file`'s), which is always asked directly.
+    /// The tier a request for `target` goes through: ``tier``, except for a request that carries
+    /// configured headers (a table's `headers`, or the `headers-file`'s, for its host, scheme and
+    /// port: ``HostRules/headers(for:)``), which is always asked directly.
     ///
     /// A shared tier caches by URL alone and serves its copy to anyone who can reach it, so a
     /// response that depended on a per-host header (an `X-Api-Key`, a `PRIVATE-TOKEN`, a
@@ -10,7 +11,7 @@ extension DownloadPolicy {
     /// secrets. Sent directly, the headers never leave imgd for the tier at all.
     public func tierRoute(for target: ImageURL) -> TierRoute? {
         guard let tier else { return nil }
-        if let rule = hosts.rule(for: target.host), !rule.headers.isEmpty { return nil }
+        if !hosts.headers(for: target).isEmpty { return nil }
         return tier
     }
 }

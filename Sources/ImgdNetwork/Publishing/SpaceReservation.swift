@@ -2,8 +2,9 @@ import ImgdStore
 import Synchronization
 
 /// Disk space held against the cache's cap for one body while it arrives, and until its file
-/// is recorded. Grows as needed: to the declared Content-Length at once, or in ``chunk``s as an
-/// undeclared body streams.
+/// is recorded. Grows as needed: by exactly what has arrived while the first bytes are being
+/// sniffed, then to the declared Content-Length at once, or in ``chunk``s as an undeclared body
+/// streams.
 ///
 /// It only ever takes space that is free: when the cap is reached, the transfer asks the cache
 /// for room (``DiskCache/reserveRoom(_:settlingFirst:reply:)``, which evicts on the cache's own
@@ -28,12 +29,12 @@ final class SpaceReservation: Sendable {
 
     deinit { release() }
 
-    /// Holds `total` bytes if they are held already or free now. Otherwise nothing changes and
-    /// the answer is the bytes still wanted, to ask the cache for (``adopt(_:)`` them once
-    /// granted); 0 when `total` is held.
-    func shortfall(holding total: Int, declared: Bool) -> Int {
+    /// Holds `total` bytes if they are held already or free now: exactly `total` when `exact`,
+    /// else rounded up to whole ``chunk``s. Otherwise nothing changes and the answer is the bytes
+    /// still wanted, to ask the cache for (``adopt(_:)`` them once granted); 0 when `total` is held.
+    func shortfall(holding total: Int, exact: Bool) -> Int {
         guard total > bytes else { return 0 }
-        let wanted = declared ? total - bytes : ((total - bytes + Self.chunk - 1) / Self.chunk) * Self.chunk
+        let wanted = exact ? total - bytes : ((total - bytes + Self.chunk - 1) / Self.chunk) * Self.chunk
         guard budget.tryReserve(wanted) else { return wanted }
         held.add(wanted, ordering: .relaxed)
         return 0
