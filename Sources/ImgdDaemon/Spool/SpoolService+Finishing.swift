@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// Finishing: a list with nothing pending gets its report and its file moves to `done/` or
-/// `failed/`.
+/// `failed/`; the next waiting list starts.
 extension SpoolService {
     func finishIfDone(_ id: Int) {
         guard let run = runs[id], run.exhausted, run.outstanding == 0, !stopping else { return }
@@ -46,5 +46,7 @@ extension SpoolService {
             "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
             metadata: ["list": "\(record.name)"])
         onEvent(.listDone(record))
+        // Its turn goes to the list that has waited longest.
+        startWaiting()
     }
 }

@@ -16,10 +16,13 @@ import Glibc
 ///   own queue: the list's URLs go into the state database (``ListStore``), its file to
 ///   `.claimed/`, and then the list is handed here. A claim that did not complete (a crash, a
 ///   stop) is dropped at the next start, and its file, still in the spool, claimed anew.
-/// - **Warming**: each list feeds the downloader a window of URLs at a time, read from the
-///   database in list order; each list is its own submitter, so lists take turns (a huge list
-///   cannot starve a small one) and on-demand `get`s go before all of them. Outcomes are written
-///   back in batches (every 100 ms or 1,000 outcomes).
+/// - **Warming**: at most ``WarmingLimits/maxActiveLists`` lists at once; the others wait,
+///   claimed, and start in claim order as those finish (``waiting``). Each list being warmed
+///   feeds the downloader a window of URLs at a time, read from the database in list order, the
+///   windows together within `max-queued` and `max-queued-bytes` (``WarmingLimits``); each list
+///   is its own submitter, so lists take turns (a huge list cannot starve a small one) and
+///   on-demand `get`s go before all of them. Outcomes are written back in batches (every 100 ms
+///   or 1,000 outcomes).
 /// - **Finishing**: when no URL is pending, the list's report (`NAME.report.json`,
 ///   ``ListReportWriter``, written as a stream) is written and the file moved to `done/` (all
 ///   cached) or `failed/` (any failure or cancelled). Then ``ListPruner``, on its own queue,
@@ -32,8 +35,6 @@ import Glibc
 /// batches (`answers`, behind its lock). Claims run on the claimer's queue, so a long one holds
 /// up none of this. The watcher, the claimer and the pruner are actors on queues of their own.
 public actor SpoolService {
-    /// URLs of one list handed to the downloader and not yet answered, at most.
-    static let window = 512
     /// Outcomes written in one transaction, at most; and how long one waits to be written.
     static let flushCount = 1000
     static let flushDelay = DispatchTimeInterval.milliseconds(100)
@@ -44,6 +45,8 @@ public actor SpoolService {
     /// Made by ``start()`` (its callback needs the started service), with the latest limits.
     var claimer: ListClaimer?
     var limits: SpoolLimits
+    /// How many lists are warmed at once and how many URLs they hold; a reload may change it.
+    var warming: WarmingLimits
     nonisolated let store: ListStore
     nonisolated let downloader: Downloader
     nonisolated let disk: DiskCache
@@ -58,7 +61,13 @@ public actor SpoolService {
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    /// The lists being warmed: at most ``WarmingLimits/activeLists`` (and, for a moment, one
+    /// being cancelled or finishing as it starts).
     var runs: [Int: ListRun] = [:]
+    /// Claimed lists waiting for a turn, in the order they start: written only on the spool's
+    /// queue, read from any thread by `lists` and `status` (hence the lock). Each is its record
+    /// as it was when it began waiting (its URLs stay in the database).
+    nonisolated let waiting = Locked<[ListRecord]>([])
     var outcomes: [(list: Int, seq: Int, outcome: ListURLOutcome)] = []
     var pins: [(key: CacheKey, until: Int)] = []
     var flushScheduled = false
@@ -80,6 +89,8 @@ public actor SpoolService {
         /// appear twice in a list).
         var inFlight: [String: [(seq: Int, pin: Int?)]] = [:]
         var outstanding = 0
+        /// The bytes of their URLs (as the downloader counts them: the normalised URL's).
+        var outstandingBytes = 0
         /// True once every pending URL has been read.
         var exhausted = false
         var cancelled = false
@@ -87,8 +98,8 @@ public actor SpoolService {
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
     public init(
-        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
-        logger: Logger, onEvent: @escaping @Sendable (SpoolEvent) -> Void
+        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), warming: WarmingLimits = WarmingLimits(),
+        downloader: Downloader, disk: DiskCache, logger: Logger, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
         folders = try SpoolFolders(path: path, logger: logger)
         reports = ListReportWriter(folders: folders, store: store, logger: logger)
@@ -99,6 +110,7 @@ public actor SpoolService {
         self.logger = logger
         self.onEvent = onEvent
         self.limits = limits
+        self.warming = warming
     }
 
     /// Runs `body` isolated to the spool, on its queue, after what was enqueued before: how
