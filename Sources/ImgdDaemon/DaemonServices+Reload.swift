@@ -75,8 +75,8 @@ extension DaemonServices {
         let cache = "cache \(ByteCount(budget.stored)) of \(ByteCount(budget.limit))"
         let faults = degradations
         let degraded = faults.isEmpty ? "" : "; degraded: " + faults.map(\.code).joined(separator: ", ")
-        guard progress.lists + progress.waiting > 0 else { return "idle; \(cache)\(degraded)" }
-        let waiting = progress.waiting > 0 ? ", \(progress.waiting) waiting" : ""
-        return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s")\(waiting); \(cache)\(degraded)"
+        guard progress.lists > 0 else { return "idle; \(cache)\(degraded)" }
+        let (lists, waiting) = (progress.lists - progress.waiting, progress.waiting > 0 ? ", \(progress.waiting) waiting" : "")
+        return "warming \(progress.settled)/\(progress.total) in \(lists) list\(lists == 1 ? "" : "s")\(waiting); \(cache)\(degraded)"
     }
 }

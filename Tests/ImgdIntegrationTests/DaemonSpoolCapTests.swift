@@ -74,7 +74,8 @@ struct DaemonSpoolCapTests {
     func restartAndReload() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try scratch.write("imgd.toml", "max-active-lists = 1\nmax-queued = 8\n")
+        // max-per-host and max-parallel 16: every request of the lists' windows reaches the origin.
+        try scratch.write("imgd.toml", "max-active-lists = 1\nmax-queued = 8\nmax-per-host = 16\nmax-parallel = 16\n")
         let arguments = ["--config", scratch.path + "/imgd.toml"]
         try await withRunningServer { server in
             var daemon = try await DaemonProcess.start(in: scratch.path, arguments: arguments)
@@ -93,7 +94,7 @@ struct DaemonSpoolCapTests {
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
             #expect(server.requestCount(prefix: "/img/b-") + server.requestCount(prefix: "/img/c-") == 0)
 
-            try scratch.write("imgd.toml", "max-active-lists = 3\nmax-queued = 8\n")
+            try scratch.write("imgd.toml", "max-active-lists = 3\nmax-queued = 8\nmax-per-host = 16\nmax-parallel = 16\n")
             kill(daemon.pid, SIGHUP)
             #expect(
                 await eventuallyAsync {

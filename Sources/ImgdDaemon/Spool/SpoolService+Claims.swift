@@ -35,7 +35,7 @@ extension SpoolService {
                 break
             }
         }
-        let waitingCount = waiting.withLock(\.count)
+        let waitingCount = turns.withLock(\.waiting.count)
         if !runs.isEmpty {
             logger.info("resuming \(runs.count + waitingCount) list(s) claimed before the last stop, \(waitingCount) of them waiting for a turn")
         }

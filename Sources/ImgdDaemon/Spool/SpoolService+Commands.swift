@@ -43,7 +43,7 @@ extension SpoolService {
         -> ListCancellation
     {
         do {
-            if let record = waiting.withLock({ $0.first { $0.name == name } }) {
+            if let record = turns.withLock({ $0.waiting.first { $0.name == name } }) {
                 return cancelWaiting(record, if: mayCancel)
             }
             guard let id = runs.values.first(where: { $0.name == name })?.id else { return .notFound }
@@ -64,7 +64,7 @@ extension SpoolService {
     func cancelWaiting(_ record: ListRecord, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool) -> ListCancellation {
         let owner = try? store.owner(ofList: record.id)
         guard mayCancel(owner) else { return .forbidden(owner: owner) }
-        waiting.withLock { $0.removeAll { $0.id == record.id } }
+        turns.withLock { $0.waiting.removeAll { $0.id == record.id } }
         flush()
         let pending = (try? store.failPending(list: record.id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
         startRun(record, cancelled: true)
@@ -111,7 +111,7 @@ extension SpoolService {
                 requeued = 0
             }
             guard requeued > 0 else { return 0 }
-            if waiting.withLock({ $0.contains { $0.id == record.id } }) {
+            if turns.withLock({ $0.waiting.contains { $0.id == record.id } }) {
                 // Waiting for its turn: it reads its pending URLs, these among them, when it starts.
                 return requeued
             }
@@ -144,8 +144,8 @@ extension SpoolService {
     /// `records` with those waiting for their turn in state `waiting` and their position (the
     /// database has them `active`: claimed, to be warmed).
     nonisolated func markWaiting(_ records: [ListRecord]) -> [ListRecord] {
-        let positions = waiting.withLock { lists in
-            Dictionary(uniqueKeysWithValues: lists.enumerated().map { ($0.element.id, $0.offset + 1) })
+        let positions = turns.withLock { turns in
+            Dictionary(uniqueKeysWithValues: turns.waiting.enumerated().map { ($0.element.id, $0.offset + 1) })
         }
         guard !positions.isEmpty else { return records }
         return records.map { record in
@@ -164,13 +164,15 @@ extension SpoolService {
         return (try? store.failures(list: record.id, after: seq, limit: limit)) ?? []
     }
 
-    /// Lists in progress (being claimed or warmed), those waiting for their turn, and the URLs of
-    /// all of them settled and in all (for the status line).
-    public nonisolated var progress: (lists: Int, waiting: Int, settled: Int, total: Int) {
-        let inProgress = markWaiting(((try? store.lists(finishedLimit: 0)) ?? []).filter { !$0.state.isFinished })
-        let waiting = inProgress.count { $0.state == .waiting }
+    /// Lists in progress (being claimed, warmed or waiting), of them those being warmed (at most
+    /// `max-active-lists`) and those waiting for their turn, and the URLs of all of them settled
+    /// and in all (for `status` and the status line).
+    public nonisolated var progress: (lists: Int, warmed: Int, waiting: Int, settled: Int, total: Int) {
+        let inProgress = ((try? store.lists(finishedLimit: 0)) ?? []).filter { !$0.state.isFinished }
+        // Both counts in one look, so a list that starts is counted once.
+        let (warmed, waiting) = turns.withLock { ($0.warmed, $0.waiting.count) }
         return (
-            inProgress.count - waiting, waiting, inProgress.reduce(0) { $0 + $1.total - $1.pending },
+            inProgress.count, warmed, waiting, inProgress.reduce(0) { $0 + $1.total - $1.pending },
             inProgress.reduce(0) { $0 + $1.total }
         )
     }

@@ -42,6 +42,7 @@ extension SpoolService {
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
+        if run.tookTurn { turns.withLock { $0.warmed -= 1 } }
         logger.info(
             "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
             metadata: ["list": "\(record.name)"])

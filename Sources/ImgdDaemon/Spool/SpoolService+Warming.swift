@@ -16,16 +16,21 @@ extension SpoolService {
     /// A claimed list starts warming when fewer than ``WarmingLimits/activeLists`` are (and none
     /// waits before it), else waits its turn (``startWaiting()`` starts it).
     func admit(_ record: ListRecord) {
-        guard runs.count >= warming.activeLists || !waiting.withLock(\.isEmpty) else {
+        let cap = warming.activeLists
+        let position = turns.withLock { turns -> Int? in
+            guard turns.warmed >= cap || !turns.waiting.isEmpty else {
+                turns.warmed += 1
+                return nil
+            }
+            turns.waiting.append(record)
+            return turns.waiting.count
+        }
+        guard let position else {
             startRun(record)
             return
         }
-        let position = waiting.withLock { lists in
-            lists.append(record)
-            return lists.count
-        }
         logger.info(
-            "list \(record.name) waits for its turn (position \(position)): \(runs.count) lists are being warmed, max-active-lists \(warming.maxActiveLists)",
+            "list \(record.name) waits for its turn (position \(position)): max-active-lists (\(warming.maxActiveLists)) lists are being warmed",
             metadata: ["list": "\(record.name)"])
     }
 
@@ -34,9 +39,13 @@ extension SpoolService {
     /// are read by a pump enqueued behind this one, not inside a pump or a finish in progress.
     func startWaiting() {
         guard !stopping else { return }
+        let cap = warming.activeLists
         var started = false
-        while runs.count < warming.activeLists {
-            guard let record = waiting.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { break }
+        while let record = turns.withLock({ turns -> ListRecord? in
+            guard turns.warmed < cap, !turns.waiting.isEmpty else { return nil }
+            turns.warmed += 1
+            return turns.waiting.removeFirst()
+        }) {
             logger.info("list \(record.name) starts: its turn came", metadata: ["list": "\(record.name)"])
             startRun(record)
             started = true
@@ -44,10 +53,12 @@ extension SpoolService {
         if started { onExecutor { $0.pump() } }
     }
 
+    /// Makes the list's run. One that is not `cancelled` has taken its turn (counted in
+    /// ``Turns/warmed`` by the caller); a cancelled one finishes at once, without a turn.
     func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
             id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
-            refresh: record.refresh, exhausted: cancelled, cancelled: cancelled)
+            refresh: record.refresh, exhausted: cancelled, cancelled: cancelled, tookTurn: !cancelled)
         finishIfDone(record.id)
     }
 

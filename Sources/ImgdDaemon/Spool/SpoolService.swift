@@ -17,7 +17,7 @@ import Glibc
 ///   `.claimed/`, and then the list is handed here. A claim that did not complete (a crash, a
 ///   stop) is dropped at the next start, and its file, still in the spool, claimed anew.
 /// - **Warming**: at most ``WarmingLimits/maxActiveLists`` lists at once; the others wait,
-///   claimed, and start in claim order as those finish (``waiting``). Each list being warmed
+///   claimed, and start in claim order as those finish (``turns``). Each list being warmed
 ///   feeds the downloader a window of URLs at a time, read from the database in list order, the
 ///   windows together within `max-queued` and `max-queued-bytes` (``WarmingLimits``); each list
 ///   is its own submitter, so lists take turns (a huge list cannot starve a small one) and
@@ -61,13 +61,24 @@ public actor SpoolService {
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// The lists being warmed: at most ``WarmingLimits/activeLists`` (and, for a moment, one
-    /// being cancelled or finishing as it starts).
+    /// The lists being warmed (``Turns/warmed``), and for a moment one cancelled before its turn.
     var runs: [Int: ListRun] = [:]
-    /// Claimed lists waiting for a turn, in the order they start: written only on the spool's
-    /// queue, read from any thread by `lists` and `status` (hence the lock). Each is its record
-    /// as it was when it began waiting (its URLs stay in the database).
-    nonisolated let waiting = Locked<[ListRecord]>([])
+    /// Which lists have a turn: written only on the spool's queue, each change in one step (a
+    /// list that starts leaves `waiting` and counts in `warmed` at once), so `status` and
+    /// `lists`, which read it from any thread (hence the lock), never see a list twice or more
+    /// lists warmed than the cap.
+    nonisolated let turns = Locked(Turns())
+
+    /// The lists that have a turn, and those waiting for one.
+    struct Turns {
+        /// Lists in `runs` that took a turn (all but those cancelled before theirs, which finish
+        /// at once), until they finish: at most ``WarmingLimits/activeLists`` (and, after a
+        /// reload lowered it, those already warmed).
+        var warmed = 0
+        /// Claimed lists waiting for a turn, in the order they start; each its record as it was
+        /// when it began waiting (its URLs stay in the database).
+        var waiting: [ListRecord] = []
+    }
     var outcomes: [(list: Int, seq: Int, outcome: ListURLOutcome)] = []
     var pins: [(key: CacheKey, until: Int)] = []
     var flushScheduled = false
@@ -94,6 +105,9 @@ public actor SpoolService {
         /// True once every pending URL has been read.
         var exhausted = false
         var cancelled = false
+        /// Whether it took a turn (counts in ``Turns/warmed``): false for a list cancelled before
+        /// its turn came, which finishes at once.
+        var tookTurn = true
     }
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
