@@ -147,6 +147,38 @@ struct DaemonSpoolCapTests {
         }
     }
 
+    @Test(
+        "a second uid cannot cancel another user's waiting list: forbidden, and the list keeps its place; its owner can",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"))
+    func waitingListOfAnotherUser() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        chmod(scratch.path, 0o755)
+        let socket = scratch.path + "/imgd.sock"
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(
+                in: scratch.path, arguments: ["--socket", socket, "--max-active-lists", "1", "--max-queued", "8"], socket: socket)
+            defer { daemon.killIfRunning() }
+            try OtherUser.share(socket)
+            for name in ["a.txt", "b.txt"] {
+                try daemon.drop(name, Self.heldURLs(server, list: name, count: 10))
+                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+            }
+            #expect(await eventuallyAsync { try await Self.states(daemon) == ["a.txt": "active", "b.txt": "waiting #1"] }, "log: \(daemon.log)")
+
+            let refused = try await OtherUser.plain.imgctl(["cancel", "--list", "b.txt"], socket: socket)
+            #expect(refused.status == 1 && refused.stderr.contains("imgctl: forbidden: "), "exit \(refused.status): \(refused.stderr)")
+            #expect(try await Self.states(daemon) == ["a.txt": "active", "b.txt": "waiting #1"])
+
+            let cancelled = try await daemon.result(#"{"cmd":"cancel","list":"b.txt"}"#)
+            #expect(cancelled["cancelled"] as? Int == 10)
+            server.openGate("go")
+            let a = try #require(await daemon.finishedList("a.txt", timeout: .seconds(60)), "log: \(daemon.log)")
+            #expect(a["state"] as? String == "done")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     // MARK: - Helpers
 
     /// A list of `count` URLs on `server`, each held until the gate `go` opens: `/img/a-N.png`
