@@ -62,6 +62,7 @@ extension DaemonServices {
         downloader.update(keyPolicy: applied.keyPolicy)
         downloader.update(refresh: applied.refreshPolicy)
         await spool.update(limits: applied.spoolLimits)
+        await spool.update(warming: applied.warmingLimits)
         // Once every part has the new values: whoever reads "reloaded: refresh = 1d" and then
         // asks for an image gets the new rule, not the old one.
         for message in reload.messages { logger.log(level: message.level, "\(message.text)") }
@@ -104,7 +105,7 @@ extension DaemonServices {
         return all
     }
 
-    /// "warming 1234/5000 in 2 lists; cache 812 MiB of 1 GiB".
+    /// "warming 1234/5000 in 2 lists; cache 812 MiB of 1 GiB" ("in 16 lists, 3 waiting" beyond the cap).
     func statusLine() -> String {
         let progress = spool.progress
         let budget = disk.budget.snapshot
@@ -112,6 +113,7 @@ extension DaemonServices {
         let faults = degradations
         let degraded = faults.isEmpty ? "" : "; degraded: " + faults.map(\.code).joined(separator: ", ")
         guard progress.lists > 0 else { return "idle; \(cache)\(degraded)" }
-        return "warming \(progress.settled)/\(progress.total) in \(progress.lists) list\(progress.lists == 1 ? "" : "s"); \(cache)\(degraded)"
+        let (lists, waiting) = (progress.lists - progress.waiting, progress.waiting > 0 ? ", \(progress.waiting) waiting" : "")
+        return "warming \(progress.settled)/\(progress.total) in \(lists) list\(lists == 1 ? "" : "s")\(waiting); \(cache)\(degraded)"
     }
 }

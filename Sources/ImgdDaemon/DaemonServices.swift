@@ -157,7 +157,8 @@ final class DaemonServices: Sendable {
         let spool: SpoolService
         do {
             spool = try SpoolService(
-                path: config.spool, store: store, limits: config.spoolLimits, downloader: downloader, disk: disk, logger: logger,
+                path: config.spool, store: store, limits: config.spoolLimits, warming: config.warmingLimits, downloader: downloader,
+                disk: disk, logger: logger,
                 onEvent: { outcomes.publish($0) })
         } catch {
             throw DaemonStartError(description: "\(error)")

@@ -76,6 +76,7 @@ struct ConfigReloadTests {
         // Spool claims: what the claimer is given.
         Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
         Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },
+        Change(key: "max-active-lists", value: .integer(4), reloadable: true) { $0.warmingLimits.maxActiveLists == 4 },
         // Memory bounds on what clients ask for.
         Change(key: "max-add-urls", value: .integer(500), reloadable: true) { $0.maxAddURLs == 500 },
         Change(key: "max-queued", value: .integer(2_000), reloadable: true) { $0.maxQueued == 2_000 },

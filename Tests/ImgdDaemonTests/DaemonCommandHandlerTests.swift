@@ -130,7 +130,7 @@ struct DaemonCommandHandlerTests {
 
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
-                "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "spool", "cache", "memory",
+                "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "lists_waiting", "spool", "cache", "memory",
                 "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded",
             ])
             #expect(status["max_rate"] == .null && status["max_rate_applies_to"] == "prefetch" && status["throttled_now"] == 0)

@@ -23,8 +23,10 @@ struct ListsCommand: ImgctlSubcommand {
         ])
         for list in lists {
             let count = { (key: String) in list[key]?.intValue.map(HumanFormat.count) ?? "-" }
+            // A list waiting for its turn shows its place: "waiting #2".
+            let state = (list["state"]?.stringValue ?? "?") + (list["position"]?.intValue.map { " #\($0)" } ?? "")
             table.append([
-                list["name"]?.stringValue ?? "?", list["state"]?.stringValue ?? "?", count("total"), count("cached"),
+                list["name"]?.stringValue ?? "?", state, count("total"), count("cached"),
                 count("already_cached"), count("failed"), count("pending"),
                 list["bytes"]?.intValue.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"], now: now),
             ])

@@ -24,7 +24,7 @@ struct StatusCommand: ImgctlSubcommand {
         if let pid = status["pid"]?.intValue { header += " (pid \(pid))" }
         if let uptime = status["uptime_s"]?.doubleValue { header += ", up " + HumanFormat.duration(seconds: uptime) }
         lines.append(header)
-        for (key, label) in [("queued", "queued"), ("in_flight", "in flight"), ("lists_active", "lists active")] {
+        for (key, label) in [("queued", "queued"), ("in_flight", "in flight"), ("lists_active", "lists active"), ("lists_waiting", "lists waiting")] {
             if let value = status[key]?.intValue { lines.append("\(label): \(HumanFormat.count(value))") }
         }
         if let cache = status["cache"] {

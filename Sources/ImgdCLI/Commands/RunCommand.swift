@@ -70,6 +70,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("log-level")) var logLevel: String?
     @Option(help: .setting("max-list-bytes")) var maxListBytes: String?
     @Option(help: .setting("max-list-lines")) var maxListLines: String?
+    @Option(help: .setting("max-active-lists")) var maxActiveLists: String?
     @Option(help: .setting("max-add-urls")) var maxAddUrls: String?
     @Option(help: .setting("max-queued")) var maxQueued: String?
     @Option(help: .setting("max-data-bytes")) var maxDataBytes: String?

@@ -115,11 +115,14 @@ extension DaemonCommands {
 
 
     static func json(_ record: ListRecord) -> JSONValue {
-        [
+        var object: [String: JSONValue] = [
             "name": .string(record.name), "state": .string(record.state.rawValue), "total": JSONValue(record.total),
             "cached": JSONValue(record.cached), "already_cached": JSONValue(record.alreadyCached),
             "failed": JSONValue(record.failed), "pending": JSONValue(record.pending), "bytes": JSONValue(record.bytes),
             "claimed_at": JSONValue(record.claimedAt), "format": .string(record.format),
         ]
+        // Only a list waiting for its turn has a place in the queue.
+        if let position = record.position { object["position"] = JSONValue(position) }
+        return .object(object)
     }
 }

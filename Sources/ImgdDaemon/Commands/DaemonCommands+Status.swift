@@ -20,7 +20,7 @@ extension DaemonCommands {
             "uptime_s": JSONValue(Double((ContinuousClock.now - services.startedAt).components.seconds)),
             "queued": JSONValue(downloads.queued + downloads.waitingRetry), "in_flight": JSONValue(downloads.running),
             "held": JSONValue(services.downloader.heldRequests), "held_bytes": JSONValue(services.downloader.heldRequestBytes),
-            "lists_active": JSONValue(lists.lists), "spool": .string(config.spool),
+            "lists_active": JSONValue(lists.warmed), "lists_waiting": JSONValue(lists.waiting), "spool": .string(config.spool),
             "cache": [
                 "bytes": JSONValue(budget.stored), "entries": JSONValue(totals.entries), "limit": JSONValue(budget.limit),
                 "pinned_bytes": JSONValue(pinned), "path": .string(config.cache),

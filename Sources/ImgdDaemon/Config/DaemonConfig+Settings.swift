@@ -191,6 +191,12 @@ extension DaemonConfig {
         .integer(
             "max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true,
             help: "Entries read from one list, at most; the rest is a bad_list failure"),
+        // Spool warming: what bounds the daemon's memory however many lists are dropped.
+        .integer(
+            "max-active-lists", \.maxActiveLists, 1...100_000, reloadable: true,
+            help: SettingHelp(
+                "Lists warmed at once; the others wait, claimed, and start in claim order",
+                detail: "their windows together stay within max-queued and max-queued-bytes")),
         // Memory bounds on what clients ask for.
         .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true, help: "URLs in one add request"),
         .integer(

@@ -10,7 +10,7 @@ import Logging
 /// whether a reload may change it, its help and how it is read, in ``settings``
 /// (`DaemonConfig+Settings.swift`). Each default is the one of the type that uses the value
 /// (``DiskCache``, ``MaintenanceSettings``, ``MemoryCache``, ``DownloadPolicy``,
-/// ``ControlLimits``, ``MemoryPressureSource``, ``SpoolLimits``, ``HeldRequestLimit``, the
+/// ``ControlLimits``, ``MemoryPressureSource``, ``SpoolLimits``, ``WarmingLimits``, ``HeldRequestLimit``, the
 /// commands' limits); none is written here.
 ///
 /// Settings come in layers: the embedded default (folders under `./imgd-data`, or systemd's
@@ -76,6 +76,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxListBytes = SpoolLimits().maxListBytes
     /// Entries read from one list, at most.
     public var maxListLines = SpoolLimits().maxListLines
+    /// Lists warmed at once; the others wait, claimed, in claim order (``WarmingLimits``).
+    public var maxActiveLists = WarmingLimits().maxActiveLists
 
     // Memory bounds on what clients ask for: reloadable, read per request.
     /// URLs in one `add` (``DaemonCommands/defaultMaxAddURLs``).
@@ -161,6 +163,15 @@ public struct DaemonConfig: Sendable, Equatable {
         var limits = SpoolLimits()
         limits.maxListBytes = maxListBytes
         limits.maxListLines = maxListLines
+        return limits
+    }
+
+    /// How many lists the spool warms at once, and the bounds their windows share.
+    public var warmingLimits: WarmingLimits {
+        var limits = WarmingLimits()
+        limits.maxActiveLists = maxActiveLists
+        limits.maxQueued = maxQueued
+        limits.maxQueuedBytes = maxQueuedBytes
         return limits
     }
 

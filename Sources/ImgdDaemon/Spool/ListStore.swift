@@ -8,6 +8,10 @@ public enum ListState: String, Sendable, Equatable, CaseIterable {
     case claiming
     /// Recorded, file in `spool/.claimed/`; URLs being fetched.
     case active
+    /// Recorded, file in `spool/.claimed/`, waiting for its turn: `max-active-lists` lists are
+    /// being warmed. Never stored: the database has such a list as `active` (it is to be
+    /// warmed, and resumes as such); ``SpoolService/lists()`` shows it so.
+    case waiting
     /// Every URL cached.
     case done
     /// Finished with at least one failure.
@@ -48,6 +52,9 @@ public struct ListRecord: Sendable, Equatable {
     /// Its `# refresh:` header: when its cached images are due for revalidation, over the
     /// daemon's `refresh`; nil when it has none.
     public var refresh: RefreshRule? = nil
+    /// Its place among the lists waiting for their turn (1 starts next) when ``state`` is
+    /// ``ListState/waiting``; nil otherwise. Not stored.
+    public var position: Int? = nil
 
     /// The uid in whose namespace its items' chosen keys live (``CacheKey/init(chosen:owner:)``):
     /// its owner's, or, for a list claimed before owners were recorded, `UInt32.max`, which no

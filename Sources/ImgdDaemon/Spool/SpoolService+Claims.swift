@@ -13,7 +13,9 @@ import Glibc
 /// claimer hands over.
 extension SpoolService {
     func resume() {
-        for record in (try? store.lists(finishedLimit: 0)) ?? [] {
+        // In claim order (`lists` reads the most recent first): the first ones claimed start,
+        // up to the cap, and the rest wait their turn as they did before the stop.
+        for record in ((try? store.lists(finishedLimit: 0)) ?? []).sorted(by: { $0.id < $1.id }) {
             switch record.state {
             case .claiming:
                 var info = stat()
@@ -22,18 +24,21 @@ extension SpoolService {
                     // file under its dropped name, which would be refused as a hard link.
                     if info.st_nlink > 1 { removeSpoolLinks(to: info) }
                     try? store.finishClaim(list: record.id)
-                    startRun(record)
+                    admit(record)
                 } else {
                     // Crashed while recording: the file is still in the spool; claim it anew.
                     try? store.abandonClaim(list: record.id)
                 }
             case .active:
-                startRun(record)
+                admit(record)
             default:
                 break
             }
         }
-        if !runs.isEmpty { logger.info("resuming \(runs.count) list(s) claimed before the last stop") }
+        let waitingCount = turns.withLock(\.waiting.count)
+        if !runs.isEmpty {
+            logger.info("resuming \(runs.count + waitingCount) list(s) claimed before the last stop, \(waitingCount) of them waiting for a turn")
+        }
         pump()
     }
 
@@ -59,11 +64,15 @@ extension SpoolService {
         }
     }
 
-    /// On the queue: a list the claimer has moved to `.claimed/` starts warming, or, when it was
-    /// cancelled while being claimed, finishes at once.
+    /// On the queue: a list the claimer has moved to `.claimed/` starts warming or waits its
+    /// turn, or, when it was cancelled while being claimed, finishes at once.
     func claimed(_ record: ListRecord, cancelled: Bool) {
         guard !stopping else { return }  // active in the database: it resumes at the next start
-        startRun(record, cancelled: cancelled)
+        if cancelled {
+            startRun(record, cancelled: true)
+        } else {
+            admit(record)
+        }
         pump()
     }
 }

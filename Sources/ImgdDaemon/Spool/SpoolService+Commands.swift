@@ -17,7 +17,15 @@ extension SpoolService {
         claimer?.update(limits: limits)
     }
 
-    /// Cancels the list in progress named `name` — one being warmed, or one still being claimed
+    /// Applies new warming limits (a reload): windows follow them from the next refill; a raised
+    /// cap starts waiting lists at once, a lowered one lets the lists being warmed finish and
+    /// starts no other until fewer are.
+    public func update(warming: WarmingLimits) {
+        self.warming = warming
+        startWaiting()
+    }
+
+    /// Cancels the list in progress named `name` — one being warmed or waiting for its turn, or one still being claimed
     /// (its claim stops; what was read is failed as cancelled) — if `mayCancel` allows it for the
     /// uid that owned the list's file (nil: not recorded).
     public func cancel(list name: String, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool = { _ in true }) async
@@ -35,6 +43,9 @@ extension SpoolService {
         -> ListCancellation
     {
         do {
+            if let record = turns.withLock({ $0.waiting.first { $0.name == name } }) {
+                return cancelWaiting(record, if: mayCancel)
+            }
             guard let id = runs.values.first(where: { $0.name == name })?.id else { return .notFound }
             let owner = try? store.owner(ofList: id)
             guard mayCancel(owner) else { return .forbidden(owner: owner) }
@@ -46,6 +57,18 @@ extension SpoolService {
             finishIfDone(id)
             return .cancelled(pending: pending)
         }
+    }
+
+    /// Cancels a list waiting for its turn: it leaves the queue and finishes at once, every URL
+    /// failed as cancelled (nothing of it was handed to the downloader).
+    func cancelWaiting(_ record: ListRecord, if mayCancel: @escaping @Sendable (_ owner: UInt32?) -> Bool) -> ListCancellation {
+        let owner = try? store.owner(ofList: record.id)
+        guard mayCancel(owner) else { return .forbidden(owner: owner) }
+        turns.withLock { $0.waiting.removeAll { $0.id == record.id } }
+        flush()
+        let pending = (try? store.failPending(list: record.id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
+        startRun(record, cancelled: true)
+        return .cancelled(pending: pending)
     }
 
     /// Puts the failed URLs of the list named `name` back in the queue (a finished list is
@@ -88,6 +111,10 @@ extension SpoolService {
                 requeued = 0
             }
             guard requeued > 0 else { return 0 }
+            if turns.withLock({ $0.waiting.contains { $0.id == record.id } }) {
+                // Waiting for its turn: it reads its pending URLs, these among them, when it starts.
+                return requeued
+            }
             if var run = runs[record.id] {
                 run.cursor = 0
                 run.exhausted = false
@@ -99,20 +126,35 @@ extension SpoolService {
                 let stem = record.finishedFile ?? SpoolEntryName.fileName(for: record.name)
                 _ = folders.move(stem, from: folders.failed, to: folders.claimed, as: record.claimedFile)
                 unlinkat(folders.failed, stem + ".report.json", 0)
-                runs[record.id] = ListRun(
-                    id: record.id, name: record.name, submitter: downloader.makeSubmitter(),
-                    pinMilliseconds: record.pinMilliseconds, keyOwner: record.keyOwner, refresh: record.refresh)
+                // Taken back like a list just claimed: it starts, or waits its turn.
+                admit(record)
             }
             pump()
             return requeued
         }
     }
 
-    /// The lists: in progress, then the last finished ones, most recent first. Read from the
-    /// database, not the spool's queue (which may be busy claiming a long list): counts can lag
-    /// the last 100 ms of outcomes.
+    /// The lists: in progress, then the last finished ones, most recent first; those waiting
+    /// for their turn as `waiting`, with their position. Read from the database, not the spool's
+    /// queue (which may be busy claiming a long list): counts can lag the last 100 ms of outcomes.
     public nonisolated func lists() -> [ListRecord] {
-        (try? store.lists()) ?? []
+        markWaiting((try? store.lists()) ?? [])
+    }
+
+    /// `records` with those waiting for their turn in state `waiting` and their position (the
+    /// database has them `active`: claimed, to be warmed).
+    nonisolated func markWaiting(_ records: [ListRecord]) -> [ListRecord] {
+        let positions = turns.withLock { turns in
+            Dictionary(uniqueKeysWithValues: turns.waiting.enumerated().map { ($0.element.id, $0.offset + 1) })
+        }
+        guard !positions.isEmpty else { return records }
+        return records.map { record in
+            guard !record.state.isFinished, let position = positions[record.id] else { return record }
+            var marked = record
+            marked.state = .waiting
+            marked.position = position
+            return marked
+        }
     }
 
     /// One page of the failures of the list named `name` (after `seq`, at most `limit`, each
@@ -122,10 +164,17 @@ extension SpoolService {
         return (try? store.failures(list: record.id, after: seq, limit: limit)) ?? []
     }
 
-    /// Lists in progress, and their URLs settled and in all (for the status line).
-    public nonisolated var progress: (lists: Int, settled: Int, total: Int) {
-        let active = ((try? store.lists(finishedLimit: 0)) ?? []).filter { !$0.state.isFinished }
-        return (active.count, active.reduce(0) { $0 + $1.total - $1.pending }, active.reduce(0) { $0 + $1.total })
+    /// Lists in progress (being claimed, warmed or waiting), of them those being warmed (at most
+    /// `max-active-lists`) and those waiting for their turn, and the URLs of all of them settled
+    /// and in all (for `status` and the status line).
+    public nonisolated var progress: (lists: Int, warmed: Int, waiting: Int, settled: Int, total: Int) {
+        let inProgress = ((try? store.lists(finishedLimit: 0)) ?? []).filter { !$0.state.isFinished }
+        // Both counts in one look, so a list that starts is counted once.
+        let (warmed, waiting) = turns.withLock { ($0.warmed, $0.waiting.count) }
+        return (
+            inProgress.count, warmed, waiting, inProgress.reduce(0) { $0 + $1.total - $1.pending },
+            inProgress.reduce(0) { $0 + $1.total }
+        )
     }
 
     /// Returns once the spool's queue has run everything enqueued before (the watchdog's probe).

@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// Finishing: a list with nothing pending gets its report and its file moves to `done/` or
-/// `failed/`.
+/// `failed/`; the next waiting list starts.
 extension SpoolService {
     func finishIfDone(_ id: Int) {
         guard let run = runs[id], run.exhausted, run.outstanding == 0, !stopping else { return }
@@ -42,9 +42,12 @@ extension SpoolService {
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
+        if run.tookTurn { turns.withLock { $0.warmed -= 1 } }
         logger.info(
             "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
             metadata: ["list": "\(record.name)"])
         onEvent(.listDone(record))
+        // Its turn goes to the list that has waited longest.
+        startWaiting()
     }
 }

@@ -9,57 +9,116 @@ import Logging
 import Glibc
 #endif
 
-/// Warming: each list feeds the downloader a window of its URLs at a time; the answers come
-/// back in batches and are written to the state database in batches.
+/// Warming: at most ``WarmingLimits/activeLists`` lists at once, the others waiting their turn;
+/// each list feeds the downloader a window of its URLs at a time; the answers come back in
+/// batches and are written to the state database in batches.
 extension SpoolService {
+    /// A claimed list starts warming when fewer than ``WarmingLimits/activeLists`` are (and none
+    /// waits before it), else waits its turn (``startWaiting()`` starts it).
+    func admit(_ record: ListRecord) {
+        let cap = warming.activeLists
+        let position = turns.withLock { turns -> Int? in
+            guard turns.warmed >= cap || !turns.waiting.isEmpty else {
+                turns.warmed += 1
+                return nil
+            }
+            turns.waiting.append(record)
+            return turns.waiting.count
+        }
+        guard let position else {
+            startRun(record)
+            return
+        }
+        logger.info(
+            "list \(record.name) waits for its turn (position \(position)): max-active-lists (\(warming.maxActiveLists)) lists are being warmed",
+            metadata: ["list": "\(record.name)"])
+    }
+
+    /// Starts the waiting lists, in turn, while fewer than ``WarmingLimits/activeLists`` are
+    /// warmed (one finished or was cancelled, or a reload raised the cap). Their first windows
+    /// are read by a pump enqueued behind this one, not inside a pump or a finish in progress.
+    func startWaiting() {
+        guard !stopping else { return }
+        let cap = warming.activeLists
+        var started = false
+        while let record = turns.withLock({ turns -> ListRecord? in
+            guard turns.warmed < cap, !turns.waiting.isEmpty else { return nil }
+            turns.warmed += 1
+            return turns.waiting.removeFirst()
+        }) {
+            logger.info("list \(record.name) starts: its turn came", metadata: ["list": "\(record.name)"])
+            startRun(record)
+            started = true
+        }
+        if started { onExecutor { $0.pump() } }
+    }
+
+    /// Makes the list's run. One that is not `cancelled` has taken its turn (counted in
+    /// ``Turns/warmed`` by the caller); a cancelled one finishes at once, without a turn.
     func startRun(_ record: ListRecord, cancelled: Bool = false) {
         runs[record.id] = ListRun(
             id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
-            keyOwner: record.keyOwner, refresh: record.refresh, exhausted: cancelled, cancelled: cancelled)
+            keyOwner: record.keyOwner, refresh: record.refresh, exhausted: cancelled, cancelled: cancelled, tookTurn: !cancelled)
         finishIfDone(record.id)
     }
 
-    /// Tops up every list's window, in turn.
+    /// Tops up every list's window, in turn: each holds at most ``WarmingLimits/window`` URLs
+    /// and ``WarmingLimits/windowBytes`` of them (but always one when it holds none), so the
+    /// lists together stay within `max-queued` and `max-queued-bytes`.
     func pump() {
         guard !stopping else { return }
+        let window = warming.window, windowBytes = warming.windowBytes
         for id in runs.keys.sorted() {
             guard var run = runs[id], !run.exhausted, !run.cancelled else { continue }
-            let room = Self.window - run.outstanding
-            guard room >= Self.window / 4 else { continue }  // refill in batches, not one by one
+            let room = window - run.outstanding
+            guard room >= max(1, window / 4) else { continue }  // refill in batches, not one by one
             // The items marked `high` first (their own index: none costs nothing), then the rest.
             var rows: [PendingURL] = []
+            var high = false
             if let highCursor = run.highCursor {
                 rows = (try? store.pendingURLs(list: id, after: highCursor, limit: room, high: true)) ?? []
-                run.highCursor = rows.last?.seq
+                high = !rows.isEmpty
+                if !high { run.highCursor = nil }
             }
-            if rows.isEmpty {
+            if !high {
                 rows = (try? store.pendingURLs(list: id, after: run.cursor, limit: room)) ?? []
-                guard let last = rows.last else {
+                guard !rows.isEmpty else {
                     run.exhausted = true
                     runs[id] = run
                     finishIfDone(id)
                     continue
                 }
-                run.cursor = last.seq
             }
             var urls: [ImageRequest] = []
+            var lastSeq: Int?
             for row in rows {
                 guard let url = try? ImageURL(row.url) else {
                     outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
+                    lastSeq = row.seq
                     continue
                 }
+                // Bytes as the downloader counts them. Past the list's share, the rest of the rows
+                // are read again next time.
+                let size = url.normalized.utf8.count
+                guard run.outstandingBytes + size <= windowBytes || run.outstanding == 0 else { break }
                 var request = downloader.request(for: url, chosenKey: row.options.key, owner: run.keyOwner, sha256: row.options.sha256)
                 if row.options.isHighPriority { request.priority = .onDemand }
                 request.refresh = row.options.refresh ?? run.refresh
                 urls.append(request)
+                run.outstanding += 1
+                run.outstandingBytes += size
                 run.inFlight[url.normalized, default: []].append((row.seq, row.options.pin.map { Int($0.components.seconds) * 1000 }))
+                lastSeq = row.seq
             }
-            run.outstanding += urls.count
+            if let lastSeq {
+                if high { run.highCursor = lastSeq } else { run.cursor = lastSeq }
+            }
             runs[id] = run
             guard !urls.isEmpty else {
-                // Every row read was unusable (and is now recorded as failed): no answer will come
-                // to pump again, so read on (or find the list finished) on the next turn.
-                onExecutor { $0.pump() }
+                // Every row read was unusable (and is now recorded as failed): with nothing
+                // outstanding, no answer will come to pump again, so read on (or find the list
+                // finished) on the next turn. (With URLs outstanding, their answers pump.)
+                if run.outstanding == 0 { onExecutor { $0.pump() } }
                 continue
             }
             let answers = answers
@@ -92,6 +151,7 @@ extension SpoolService {
         runs[id]!.inFlight[url.normalized]!.removeFirst()
         if runs[id]!.inFlight[url.normalized]!.isEmpty { runs[id]!.inFlight[url.normalized] = nil }
         runs[id]!.outstanding -= 1
+        runs[id]!.outstandingBytes -= url.normalized.utf8.count
         let run = runs[id]!
         switch result {
         case .success(let image):
@@ -107,7 +167,7 @@ extension SpoolService {
             onEvent(.failed(url: url.normalized, code: error.code, message: error.message))
         }
         if outcomes.count >= Self.flushCount { flush() } else { scheduleFlush() }
-        if run.outstanding <= Self.window * 3 / 4 { pump() }
+        if run.outstanding <= warming.window * 3 / 4 { pump() }
         finishIfDone(id)
     }
 

@@ -16,10 +16,13 @@ import Glibc
 ///   own queue: the list's URLs go into the state database (``ListStore``), its file to
 ///   `.claimed/`, and then the list is handed here. A claim that did not complete (a crash, a
 ///   stop) is dropped at the next start, and its file, still in the spool, claimed anew.
-/// - **Warming**: each list feeds the downloader a window of URLs at a time, read from the
-///   database in list order; each list is its own submitter, so lists take turns (a huge list
-///   cannot starve a small one) and on-demand `get`s go before all of them. Outcomes are written
-///   back in batches (every 100 ms or 1,000 outcomes).
+/// - **Warming**: at most ``WarmingLimits/maxActiveLists`` lists at once; the others wait,
+///   claimed, and start in claim order as those finish (``turns``). Each list being warmed
+///   feeds the downloader a window of URLs at a time, read from the database in list order, the
+///   windows together within `max-queued` and `max-queued-bytes` (``WarmingLimits``); each list
+///   is its own submitter, so lists take turns (a huge list cannot starve a small one) and
+///   on-demand `get`s go before all of them. Outcomes are written back in batches (every 100 ms
+///   or 1,000 outcomes).
 /// - **Finishing**: when no URL is pending, the list's report (`NAME.report.json`,
 ///   ``ListReportWriter``, written as a stream) is written and the file moved to `done/` (all
 ///   cached) or `failed/` (any failure or cancelled). Then ``ListPruner``, on its own queue,
@@ -32,8 +35,6 @@ import Glibc
 /// batches (`answers`, behind its lock). Claims run on the claimer's queue, so a long one holds
 /// up none of this. The watcher, the claimer and the pruner are actors on queues of their own.
 public actor SpoolService {
-    /// URLs of one list handed to the downloader and not yet answered, at most.
-    static let window = 512
     /// Outcomes written in one transaction, at most; and how long one waits to be written.
     static let flushCount = 1000
     static let flushDelay = DispatchTimeInterval.milliseconds(100)
@@ -44,6 +45,8 @@ public actor SpoolService {
     /// Made by ``start()`` (its callback needs the started service), with the latest limits.
     var claimer: ListClaimer?
     var limits: SpoolLimits
+    /// How many lists are warmed at once and how many URLs they hold; a reload may change it.
+    var warming: WarmingLimits
     nonisolated let store: ListStore
     nonisolated let downloader: Downloader
     nonisolated let disk: DiskCache
@@ -58,7 +61,24 @@ public actor SpoolService {
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    /// The lists being warmed (``Turns/warmed``), and for a moment one cancelled before its turn.
     var runs: [Int: ListRun] = [:]
+    /// Which lists have a turn: written only on the spool's queue, each change in one step (a
+    /// list that starts leaves `waiting` and counts in `warmed` at once), so `status` and
+    /// `lists`, which read it from any thread (hence the lock), never see a list twice or more
+    /// lists warmed than the cap.
+    nonisolated let turns = Locked(Turns())
+
+    /// The lists that have a turn, and those waiting for one.
+    struct Turns {
+        /// Lists in `runs` that took a turn (all but those cancelled before theirs, which finish
+        /// at once), until they finish: at most ``WarmingLimits/activeLists`` (and, after a
+        /// reload lowered it, those already warmed).
+        var warmed = 0
+        /// Claimed lists waiting for a turn, in the order they start; each its record as it was
+        /// when it began waiting (its URLs stay in the database).
+        var waiting: [ListRecord] = []
+    }
     var outcomes: [(list: Int, seq: Int, outcome: ListURLOutcome)] = []
     var pins: [(key: CacheKey, until: Int)] = []
     var flushScheduled = false
@@ -82,15 +102,20 @@ public actor SpoolService {
         /// appear twice in a list).
         var inFlight: [String: [(seq: Int, pin: Int?)]] = [:]
         var outstanding = 0
+        /// The bytes of their URLs (as the downloader counts them: the normalised URL's).
+        var outstandingBytes = 0
         /// True once every pending URL has been read.
         var exhausted = false
         var cancelled = false
+        /// Whether it took a turn (counts in ``Turns/warmed``): false for a list cancelled before
+        /// its turn came, which finishes at once.
+        var tookTurn = true
     }
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
     public init(
-        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), downloader: Downloader, disk: DiskCache,
-        logger: Logger, onEvent: @escaping @Sendable (SpoolEvent) -> Void
+        path: String, store: ListStore, limits: SpoolLimits = SpoolLimits(), warming: WarmingLimits = WarmingLimits(),
+        downloader: Downloader, disk: DiskCache, logger: Logger, onEvent: @escaping @Sendable (SpoolEvent) -> Void
     ) throws(SpoolError) {
         folders = try SpoolFolders(path: path, logger: logger)
         reports = ListReportWriter(folders: folders, store: store, logger: logger)
@@ -101,6 +126,7 @@ public actor SpoolService {
         self.logger = logger
         self.onEvent = onEvent
         self.limits = limits
+        self.warming = warming
     }
 
     /// Runs `body` isolated to the spool, on its queue, after what was enqueued before: how
