@@ -83,6 +83,7 @@ struct ConfigReloadTests {
         Change(key: "max-data-bytes", value: .string("1MiB"), reloadable: true) { $0.maxDataBytes == 1 << 20 },
         // Memory bounds by bytes.
         Change(key: "max-queued-bytes", value: .string("16MiB"), reloadable: true) { $0.maxQueuedBytes == 16 << 20 },
+        Change(key: "max-queued-share", value: .integer(50), reloadable: true) { $0.maxQueuedShare == 50 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

@@ -254,7 +254,9 @@ struct FleetTierTests {
     @Test("a host with headers of its own is asked directly, never through the tier: anyone asking the tier for its URL gets the origin's anonymous 403, not the private image")
     func hostHeadersSkipTheTier() async throws {
         try await withWorld { world in
-            let config = try configFile(world, "[host.\"127.0.0.1\"]\nheaders = { X-Api-Key = \"s3cret\" }\n")
+            // Plain http to the origin's own port: headers go there only with headers-over-http.
+            let config = try configFile(
+                world, "[host.\"127.0.0.1:\(world.origin.port)\"]\nheaders = { X-Api-Key = \"s3cret\" }\nheaders-over-http = true\n")
             let daemon = try await world.daemon("a", ["--config", config])
             let target = "/private/mine.png?key=s3cret&w=5&h=5"
             let url = world.origin.url(target)

@@ -25,7 +25,7 @@ struct RunCommand: AsyncParsableCommand {
             imgd.sock in $RUNTIME_DIRECTORY. Each \
             flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
             flags win. SIGHUP reloads the file and applies \(listed(DaemonConfig.reloadableSettingNames, "and")); \
-            a changed \(listed(DaemonConfig.restartSettingNames, "or")) needs a restart; \
+            a changed \(listed(DaemonConfig.restartSettingNames, "or")) needs a restart. \
             `imgctl reload` does the same and exits 1 when the file does not load. \
             SIGTERM or SIGINT stops within 5 seconds. See Protocol.md.
             """)
