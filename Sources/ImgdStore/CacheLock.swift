@@ -50,7 +50,12 @@ public final class CacheLock: Sendable {
     /// Lets another process take the cache. Safe to call more than once.
     public func release() {
         let fd = descriptor.exchange(-1, ordering: .relaxed)
-        if fd >= 0 { close(fd) }
+        guard fd >= 0 else { return }
+        // Unlocked before the close: a child forked meanwhile (by any thread, before its exec
+        // closes the CLOEXEC copy) shares the open file description, and a close alone would
+        // leave the lock held until that exec, refusing the next open of this cache.
+        _ = flock(fd, LOCK_UN)
+        close(fd)
     }
 }
 
