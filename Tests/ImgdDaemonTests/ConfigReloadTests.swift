@@ -132,6 +132,20 @@ struct ConfigReloadTests {
         #expect(reload.messages.filter { $0.text.contains("needs a restart") }.count == Self.changes.filter { !$0.reloadable }.count)
     }
 
+    @Test("a proxy's password is never logged: shown as …, and a change of the password alone is still told")
+    func proxyPassword() throws {
+        var first = Self.running
+        try first.set("proxy", to: .string("http://fleet:hunter2@proxy.test:3128"), origin: "test.toml:1")
+        var second = first
+        try second.set("proxy", to: .string("http://fleet:s3cond@proxy.test:3128"), origin: "test.toml:1")
+        for (running, loaded) in [(Self.running, first), (first, second)] {
+            let texts = ConfigReload(running: running, loaded: loaded).messages.map(\.text)
+            #expect(texts == ["reloaded: proxy changed to http://…@proxy.test:3128 but needs a restart; keeping the old value"], "\(texts)")
+        }
+        #expect(ProxyURL.redacted("socks5h://u@[::1]:1080/x@y") == "socks5h://…@[::1]:1080/x@y")
+        #expect(ProxyURL.redacted("proxy.test:3128") == "proxy.test:3128")
+    }
+
     @Test("nothing changed: one line saying so, and the running configuration stays")
     func nothingChanged() {
         let reload = ConfigReload(running: Self.running, loaded: Self.running)

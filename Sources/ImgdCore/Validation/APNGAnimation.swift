@@ -6,11 +6,19 @@
 ///
 /// Pillow refuses files that break these; browsers show such a file's default image instead
 /// of the animation. imgd refuses them as `corrupt`: the animation the file declares cannot be played.
+///
+/// A file whose animation is never declared is a still image, and its frame chunks are
+/// unknown ancillary chunks that every decoder skips: no acTL before the first IDAT (none at
+/// all, or one after it), or an acTL announcing 0 frames. A second acTL is skipped, as
+/// libpng's APNG patch does. Refusing those would be a verdict no decoder gives.
 struct APNGAnimation {
     private let canvasWidth: Int
     private let canvasHeight: Int
     /// acTL's num_frames, once read.
     private var declaredFrames: Int?
+    /// Set when the file turns out to be a still image (see the type's notes): nothing more
+    /// is checked.
+    private var isStill = false
     private var frameControls = 0
     private var nextSequence = 0
     /// Set by an fcTL after IDAT until the first fdAT of its frame.
@@ -24,14 +32,23 @@ struct APNGAnimation {
     /// Checks an APNG chunk (acTL, fcTL or fdAT; others are ignored) whose length
     /// `PNGChunkRules` already checked.
     mutating func check(_ chunk: PNGChunk, afterImageData: Bool) throws {
+        guard !isStill else { return }
+        if declaredFrames == nil, chunk.type == PNGChunk.frameControl || chunk.type == PNGChunk.frameData {
+            // Frame chunks before any acTL: no animation is declared before them, so a decoder
+            // shows the still image and skips them all.
+            isStill = true
+            return
+        }
         switch chunk.type {
         case PNGChunk.animationControl:
-            guard declaredFrames == nil else { throw PNGChunkRules.corrupt(chunk, "is the second acTL chunk") }
-            guard !afterImageData else {
-                throw PNGChunkRules.corrupt(chunk, "comes after the image data; APNG requires it before the first IDAT")
-            }
+            // A second acTL is skipped; one after the image data, or announcing no frame,
+            // declares no animation.
+            guard declaredFrames == nil else { return }
             let frames = chunk.uint32(at: 0)
-            guard frames >= 1 else { throw PNGChunkRules.corrupt(chunk, "announces 0 frames; an animation has at least 1") }
+            guard !afterImageData, frames >= 1 else {
+                isStill = true
+                return
+            }
             declaredFrames = frames
         case PNGChunk.frameControl:
             try checkSequence(chunk)
@@ -57,6 +74,7 @@ struct APNGAnimation {
 
     /// Checks what can only be known at IEND: every frame had its data, and acTL counted the frames.
     func finish() throws {
+        guard !isStill, declaredFrames != nil else { return }
         if let waiting = frameAwaitingData {
             throw PNGChunkRules.corrupt(waiting, "starts a frame that has no fdAT data before IEND")
         }

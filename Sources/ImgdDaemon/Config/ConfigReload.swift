@@ -25,7 +25,8 @@ public struct ConfigReload: Sendable {
         for setting in DaemonConfig.settings {
             if setting.reloadable { setting.adopt(&applied, loaded) }
             let new = setting.show(loaded)
-            guard new != setting.show(running) else { continue }
+            // Compared as spelled too: a shown value may hide a part (a proxy's password).
+            guard new != setting.show(running) || setting.spell(loaded) != setting.spell(running) else { continue }
             changes.append(Change(key: setting.name, value: new, applied: setting.reloadable))
         }
         // Host tables come only from the file and always reload with it.

@@ -75,7 +75,8 @@ extension DaemonConfig {
             "proxy", \.proxy, reloadable: false,
             help: SettingHelp(
                 "Proxy URL", detail: "http, https, socks4a or socks5h: the proxy resolves host names; proxy environment variables are ignored"),
-            show: { $0 ?? "" }, spell: { $0 }
+            // Shown without its credentials (a reload logs the value); compared as spelled.
+            show: { $0.map(ProxyURL.redacted) ?? "" }, spell: { $0 }
         ) { value throws(SettingError) in
             let text = try value.text()
             guard !text.isEmpty else { return nil }

@@ -40,6 +40,15 @@ public enum ProxyURL {
         guard part(CURLUPART_HOST)?.isEmpty == false else { throw .invalid(reason: "no host") }
         return text
     }
+
+    /// `text` with its user name and password, if any, replaced by `…`: how a proxy URL is
+    /// shown in the log (a reload's "proxy changed to …").
+    public static func redacted(_ text: String) -> String {
+        let authorityStart = text.firstRange(of: "://")?.upperBound ?? text.startIndex
+        let authorityEnd = text[authorityStart...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+        guard let at = text[authorityStart..<authorityEnd].lastIndex(of: "@") else { return text }
+        return String(text[..<authorityStart]) + "…" + String(text[at...])
+    }
 }
 
 /// Why a `proxy` setting is refused. Never quotes the URL (it may hold a password).
