@@ -172,13 +172,13 @@ struct SpoolServiceTests {
             #expect(fixture.spool.failures(list: "nothing.txt", afterSeq: 0, limit: 10) == nil)
 
             // retry: only the 404 goes back; the list is taken back from failed/ and finishes again.
-            #expect(await fixture.spool.retry(list: "mixed.txt") == 1)
+            #expect(await fixture.spool.retry(list: "mixed.txt") == .requeued(1))
             let again = try #require(await fixture.finished("mixed.txt", time: 2))
             #expect(again.state == .failed && again.cached == 2 && again.failed == 2)
             #expect(server.requestCount("/status/404") == 2, "the failed URL was fetched again (its failure forgotten)")
             #expect(server.requestCount("/img/ok-1.png") == 1, "a cached URL was not")
             #expect(fixture.exists("failed/mixed.txt") && fixture.exists("failed/mixed.txt.report.json"))
-            #expect(await fixture.spool.retry(list: "nothing.txt") == nil)
+            #expect(await fixture.spool.retry(list: "nothing.txt") == .notFound)
         }
     }
 

@@ -160,4 +160,31 @@ struct QueueShareTests {
             #expect(await daemon.stop() == 0)
         }
     }
+
+    @Test("retry --list: one's own list allowed; another user's forbidden to a member (nothing asked again), allowed to root")
+    func retryOwnListOnly() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await Self.start(in: scratch, ["--attempts", "1"])
+            defer { daemon.killIfRunning() }
+            try daemon.drop("roots.txt", server.url("/status/404?r") + "\n")
+            try daemon.drop("mine.txt", server.url("/status/404?m") + "\n", owner: OtherUser.uid)
+            _ = try #require(await daemon.finishedList("roots.txt"))
+            _ = try #require(await daemon.finishedList("mine.txt"))
+            let member = OtherUser.plain
+            let refused = try await member.call(Self.json(["cmd": "retry", "list": "roots.txt"]), socket: daemon.socket)
+            #expect(Self.errorCode(refused) == "forbidden", "\(refused)")
+            #expect(Self.errorMessage(refused).contains("list roots.txt was dropped by uid 0"), "\(refused)")
+            #expect(server.requestCount("/status/404?r") == 1, "another user's list was asked again")
+
+            let own = try await member.result(Self.json(["cmd": "retry", "list": "mine.txt"]), socket: daemon.socket)
+            #expect(own["requeued"] as? Int == 1, "\(own)")
+            #expect(await eventually(timeout: .seconds(20)) { server.requestCount("/status/404?m") == 2 })
+            let root = try await daemon.result(Self.json(["cmd": "retry", "list": "roots.txt"]))
+            #expect(root["requeued"] as? Int == 1, "\(root)")
+            #expect(await eventually(timeout: .seconds(20)) { server.requestCount("/status/404?r") == 2 })
+            #expect(await daemon.stop() == 0)
+        }
+    }
 }

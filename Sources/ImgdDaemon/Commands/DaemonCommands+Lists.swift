@@ -82,9 +82,25 @@ extension DaemonCommands {
 
     func retry() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
-            guard let requeued = await services.spool.retry(list: name) else { throw .notFound("no list is named \(EchoedText.cut(name))") }
-            logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
-            return ["requeued": JSONValue(requeued)]
+            // One's own list anyone may retry; another user's only the privileged (a retry takes a
+            // turn among the lists warmed and asks that user's hosts again).
+            let authority = authority, peer = request.peer
+            switch await services.spool.retry(list: name, if: { owner in
+                (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer)
+            }) {
+            case .requeued(let requeued):
+                logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
+                return ["requeued": JSONValue(requeued)]
+            case .notFound:
+                throw .notFound("no list is named \(EchoedText.cut(name))")
+            case .forbidden(let owner):
+                services.logger.notice(
+                    "refused retry of list \(EchoedText.cut(name)): forbidden (by \(peer))", metadata: ["list": "\(name)", "peer": "\(peer)"])
+                let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
+                throw .forbidden(
+                    "list \(EchoedText.cut(name)) was dropped by \(whose); retrying another user's list is allowed only to "
+                        + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+            }
         }
         if request.value("url") != nil {
             let url = try url()

@@ -7,3 +7,13 @@ public enum ListCancellation: Sendable, Equatable {
     /// Not allowed for this caller; `owner` is the uid that owned the list's file (nil: not recorded).
     case forbidden(owner: UInt32?)
 }
+
+/// What ``SpoolService/retry(list:if:)`` did.
+public enum ListRetry: Sendable, Equatable {
+    /// Requeued `count` failed URLs (0: the list had none).
+    case requeued(Int)
+    /// No list has that name.
+    case notFound
+    /// Not allowed for this caller; `owner` is the uid that owned the list's file (nil: not recorded).
+    case forbidden(owner: UInt32?)
+}

@@ -81,10 +81,13 @@ extension SpoolService {
         return (record.keyOwner, (try? store.cachedURLs(list: record.id, limit: limit)) ?? [])
     }
 
-    public func retry(list name: String) -> Int? {
+    /// Fetches the failed URLs of the list named `name` again, when `mayRetry` allows it for
+    /// the list's owner (the uid that dropped it; nil: not recorded).
+    public func retry(list name: String, if mayRetry: @Sendable (_ owner: UInt32?) -> Bool = { _ in true }) -> ListRetry {
         do {
             flush()
-            guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return nil }
+            guard let record = (try? store.lists(finishedLimit: 1000))?.first(where: { $0.name == name }) else { return .notFound }
+            guard mayRetry(record.owner) else { return .forbidden(owner: record.owner) }
             // The downloader would answer these URLs from its failure memory again: forget their
             // failures first (theirs only — what other lists and clients failed stays remembered).
             var after = 0
@@ -105,15 +108,15 @@ extension SpoolService {
             do {
                 // Retired by the pruner since the lookup: as if it had not been found (its file
                 // stays in failed/, no run is made for a list the database no longer has).
-                guard let count = try store.requeueFailures(list: record.id) else { return nil }
+                guard let count = try store.requeueFailures(list: record.id) else { return .notFound }
                 requeued = count
             } catch {
                 requeued = 0
             }
-            guard requeued > 0 else { return 0 }
+            guard requeued > 0 else { return .requeued(0) }
             if turns.withLock({ $0.waiting.contains { $0.id == record.id } }) {
                 // Waiting for its turn: it reads its pending URLs, these among them, when it starts.
-                return requeued
+                return .requeued(requeued)
             }
             if var run = runs[record.id] {
                 run.cursor = 0
@@ -130,7 +133,7 @@ extension SpoolService {
                 admit(record)
             }
             pump()
-            return requeued
+            return .requeued(requeued)
         }
     }
 

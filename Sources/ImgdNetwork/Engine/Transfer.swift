@@ -190,7 +190,12 @@ final class Transfer {
         // to the table's port, http only if the table allows it). A redirect is a request of its
         // own, configured for its target, so a hop to another host, port or to http drops them;
         // libcurl, following by itself, would keep them. Then a revalidation's validators.
-        let request = RequestHeaders(host: policy.hosts.headers(for: target).map(\.line), validators: job.validators)
+        // A downgrade (a hop from https to http) carries none, whatever the hop's table allows
+        // over http: the origin that redirected chose clear text, not the configuration.
+        // (`lastTarget` is still the hop before this one: it is set once this one is added.)
+        let downgraded = redirects > 0 && job.lastTarget?.scheme == "https" && target.scheme == "http"
+        let configured = downgraded ? [] : policy.hosts.headers(for: target)
+        let request = RequestHeaders(host: configured.map(\.line), validators: job.validators)
         if !request.isEmpty {
             guard let list = CurlHeaderList(request.lines) else { throw CurlSetupError(what: "curl_slist_append", code: -1) }
             headers = list

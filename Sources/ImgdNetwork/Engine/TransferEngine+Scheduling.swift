@@ -299,9 +299,11 @@ extension TransferEngine {
     /// failure: it is never added, pooled or seen by another transfer.
     private func start(_ job: Job) {
         if let hop = job.pendingHop {
-            // A redirect's hop that waited for its host: the same attempt goes on.
+            // A redirect's hop that waited for its host: the same attempt goes on. Checked while
+            // it is still the job's next request (its own target, as a redirect).
+            let reason = refusal(of: job)
             job.pendingHop = nil
-            if let reason = refusal(of: job) {
+            if let reason {
                 settle(job, .failure(.policyDenied(reason)))
             } else {
                 launch(job, hop: hop, now: .now)
