@@ -179,6 +179,38 @@ struct DaemonSpoolCapTests {
         }
     }
 
+    @Test(
+        "a free turn goes to the owner with the fewest lists warmed: one member's lists dropped first do not keep another's waiting",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to act as a second uid"))
+    func turnsShared() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-active-lists", "2"])
+            defer { daemon.killIfRunning() }
+            // The member's three lists come first (two warm, one waits), then root's.
+            for (name, gate) in [("m1.txt", "m1"), ("m2.txt", "m2"), ("m3.txt", "later")] {
+                try daemon.drop(name, server.url("/img/\(Self.stem(name)).png?gate=\(gate)") + "\n", owner: OtherUser.uid)
+                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+            }
+            try daemon.drop("r1.txt", server.url("/img/r1.png?gate=later") + "\n")
+            #expect(await eventuallyAsync {
+                try await Self.states(daemon) == ["m1.txt": "active", "m2.txt": "active", "m3.txt": "waiting #1", "r1.txt": "waiting #2"]
+            }, "log: \(daemon.log)")
+            // m1 finishes: the member still has m2 warmed, root none, so root's list goes first.
+            server.openGate("m1")
+            _ = try #require(await daemon.finishedList("m1.txt", timeout: .seconds(60)))
+            #expect(await eventuallyAsync { try await Self.states(daemon)["r1.txt"] == "active" }, "log: \(daemon.log)")
+            #expect(try await Self.states(daemon)["m3.txt"] == "waiting #1")
+            server.openGate("m2")
+            server.openGate("later")
+            for name in ["m2.txt", "m3.txt", "r1.txt"] {
+                _ = try #require(await daemon.finishedList(name, timeout: .seconds(60)), "\(name): \(daemon.log)")
+            }
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     // MARK: - Helpers
 
     /// A list of `count` URLs on `server`, each held until the gate `go` opens: `/img/a-N.png`

@@ -196,7 +196,7 @@ extension DaemonConfig {
         .integer(
             "max-active-lists", \.maxActiveLists, 1...100_000, reloadable: true,
             help: SettingHelp(
-                "Lists warmed at once; the others wait, claimed, and start in claim order",
+                "Lists warmed at once; the others wait, claimed, and start in claim order, the owner with the fewest warmed first",
                 detail: "their windows together stay within max-queued and max-queued-bytes")),
         // Memory bounds on what clients ask for.
         .integer("max-add-urls", \.maxAddURLs, 1...1_000_000, reloadable: true, help: "URLs in one add request"),

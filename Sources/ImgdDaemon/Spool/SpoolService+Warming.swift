@@ -37,15 +37,27 @@ extension SpoolService {
     /// Starts the waiting lists, in turn, while fewer than ``WarmingLimits/activeLists`` are
     /// warmed (one finished or was cancelled, or a reload raised the cap). Their first windows
     /// are read by a pump enqueued behind this one, not inside a pump or a finish in progress.
+    ///
+    /// The turn goes to the first waiting list of the owner with the fewest lists being warmed
+    /// (claim order among equals): one member's thousand lists, dropped first, take the turns
+    /// as they come free only while no other member's list waits.
     func startWaiting() {
         guard !stopping else { return }
         let cap = warming.activeLists
         var started = false
-        while let record = turns.withLock({ turns -> ListRecord? in
+        var warmedBy: [UInt32: Int] = [:]
+        for run in runs.values where run.tookTurn && !run.cancelled { warmedBy[run.keyOwner, default: 0] += 1 }
+        while let record = turns.withLock({ [warmedBy] turns -> ListRecord? in
             guard turns.warmed < cap, !turns.waiting.isEmpty else { return nil }
             turns.warmed += 1
-            return turns.waiting.removeFirst()
+            var next = 0
+            for (index, waiting) in turns.waiting.enumerated()
+            where warmedBy[waiting.keyOwner, default: 0] < warmedBy[turns.waiting[next].keyOwner, default: 0] {
+                next = index
+            }
+            return turns.waiting.remove(at: next)
         }) {
+            warmedBy[record.keyOwner, default: 0] += 1
             logger.info("list \(record.name) starts: its turn came", metadata: ["list": "\(record.name)"])
             startRun(record)
             started = true
