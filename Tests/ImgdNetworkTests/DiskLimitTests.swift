@@ -156,6 +156,31 @@ struct DiskLimitTests {
         }
     }
 
+    @Test("a body that passes the sniff and then stops short of a huge declared length evicts at most twice what arrived and a chunk, not its declaration")
+    func declaredLengthGrowsWithTheBody() async throws {
+        try await withFixture(policy: DownloaderFixture.testPolicy { $0.retry.maxAttempts = 1 }, diskLimit: 2_000_000) { fixture in
+            var cached: [CachedImage] = []
+            for index in 0..<20 {
+                cached.append(try await fixture.downloader.fetch(fixture.url("/img/kept\(index).png?bytes=95000")))
+            }
+            #expect(fixture.disk.budget.snapshot.stored >= 1_900_000)
+            // A real PNG's first 20 KB, then the connection closes with 1.5 MB still declared.
+            let cut = try await fixture.failure("/img/huge-lie.png?bytes=20000&cl=1500000")
+            #expect(cut?.code == "truncated", "\(String(describing: cut))")
+            let evicted = fixture.disk.evictions.total(.size)
+            // Held: twice what arrived and a chunk, in whole 256 KiB chunks (512 KiB here), made
+            // of whole 95 KB entries; the declaration alone would have evicted some 1.6 MB.
+            #expect(evicted.bytes <= 512 * 1024 + 95_000, "evicted \(evicted) for a declaration the body never kept")
+            #expect(cached.filter { fixture.disk.lookup($0.key) != nil }.count >= 13, "\(evicted)")
+            #expect(fixture.disk.budget.snapshot.reserved == 0, "the failed body's reservation was given back")
+            // A large body that does arrive whole still gets all the room it needs, step by step.
+            let whole = try await fixture.downloader.fetch(fixture.url("/img/large.png?bytes=1200000"))
+            #expect(whole.bytes > 1_000_000)
+            #expect(fixture.disk.budget.snapshot.reserved == 0)
+            #expect(fixture.disk.budget.snapshot.stored <= 2_000_000)
+        }
+    }
+
     @Test("a body that passes the sniff holds its declared length; cut short, it gives the room back; over max-body-bytes, it is refused before any room is held")
     func declaredLengthAfterTheSniff() async throws {
         let policy = DownloaderFixture.testPolicy {

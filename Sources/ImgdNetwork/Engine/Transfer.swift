@@ -250,11 +250,20 @@ final class Transfer {
         }
         // The cap is hard: room is held before a byte is kept. Until the body has passed the
         // sniff only what has arrived is held (exactly while sniffing: a few bytes must not cost
-        // a chunk's eviction); then the declared size at once, or an undeclared body chunk by
-        // chunk as it grows (so does a body the sniff could not judge). Space that is not free is asked of the cache, which evicts on its own queue;
-        // these bytes wait in libcurl meanwhile.
+        // a chunk's eviction); then the declared size, but never more than twice what has
+        // arrived (and a chunk ahead): the sniff reads magic bytes only, so an origin declaring
+        // 60 MB after a PNG signature and then stalling costs a chunk's eviction, not 60 MB,
+        // while a real large body grows its room in a few steps (each a budget update while
+        // there is free space). An undeclared body grows chunk by chunk (so does a body the sniff
+        // could not judge). Space that is not free is asked of the cache, which evicts on its own
+        // queue; these bytes wait in libcurl meanwhile.
         let arrived = bytesReceived + bytes.count
-        let needed = passedSniff ? max(declaredLength ?? 0, arrived) : arrived
+        let needed: Int
+        if passedSniff, let declared = declaredLength {
+            needed = max(arrived, min(declared, max(2 * arrived, arrived + SpaceReservation.chunk)))
+        } else {
+            needed = arrived
+        }
         if case .refused = room {
             abort = .diskFull(needed: needed)
             return 0
