@@ -15,7 +15,8 @@ so the start-up benchmark makes its own:
 - fetched and last used within the last day (so no age sweep touches them), not pinned;
 - validated when fetched, with no lifetime and no Cache-Control flags;
 - verified in generation 1, and the index marked as closed cleanly (meta clean=1), as a
-  daemon leaves it after a clean stop.
+  daemon leaves it after a clean stop, with its keys checked (meta keys_version=2: every key is
+  its URL's, so the daemon's one-time check of keys written by earlier versions is not made).
 
 For speed the rows go in without the triggers, the last_access index is made after them, then
 totals are set and the triggers created; the result is the file CacheIndex would have made.
@@ -62,7 +63,7 @@ CREATE TRIGGER IF NOT EXISTS entries_counted_out AFTER DELETE ON entries BEGIN
     UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE id = 0; END;
 CREATE TRIGGER IF NOT EXISTS entries_recounted AFTER UPDATE OF bytes ON entries BEGIN
     UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 0; END;
-INSERT OR REPLACE INTO meta VALUES ('generation', 1), ('clean', 1);
+INSERT OR REPLACE INTO meta VALUES ('generation', 1), ('clean', 1), ('keys_version', 2);
 """
 DAY_MS = 86_400_000
 

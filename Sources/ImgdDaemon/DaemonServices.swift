@@ -133,6 +133,11 @@ final class DaemonServices: Sendable {
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
+        do {
+            try Self.removeEntriesUnderForeignKeys(disk: disk, downloader: downloader, logger: logger)
+        } catch {
+            logger.warning("the check of the cache's keys written by an earlier version failed (\(error)); it is made again at the next start")
+        }
         let events = EventHub()
         // Before anything can evict (the maintainer's first sweep, the first reservation): every
         // eviction, whoever makes it, is counted by the disk tier and published from here.

@@ -140,4 +140,49 @@ struct KeyNamespaceTests {
             #expect(await daemon.stop() == 0)
         }
     }
+
+    @Test("entries an earlier version stored under a key that is not their URL's (another URL's, pinned; an old chosen key) are removed at the first start and fetched again when asked for")
+    func foreignKeysFromAnEarlierVersion() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let victim = server.url("/img/victim.png?seed=1"), evil = server.url("/img/evil.png?seed=2")
+            var daemon = try await DaemonProcess.start(in: scratch.path)
+            defer { daemon.killIfRunning() }
+            for url in [victim, evil] { _ = try await daemon.result(Self.json(["cmd": "get", "url": url])) }
+            _ = try await daemon.result(Self.json(["cmd": "get", "url": server.url("/img/k.png?seed=3"), "key": "product-7"]))
+            #expect(await daemon.stop() == 0)
+
+            // What an earlier imgd let a member do: the evil body as the victim URL's entry,
+            // pinned; and a chosen key hashed like a URL.
+            let cache = scratch.path + "/imgd-data/cache"
+            let victimKey = CacheKey(url: try ImageURL(victim)), evilKey = CacheKey(url: try ImageURL(evil))
+            let chosenNow = CacheKey(chosen: "product-7", owner: 0), chosenBefore = CacheKey(normalizedURL: "product-7")
+            let sql = """
+                DELETE FROM entries WHERE key = x'\(victimKey.hex)';
+                UPDATE entries SET key = x'\(victimKey.hex)', pinned_until = 9000000000000000 WHERE key = x'\(evilKey.hex)';
+                UPDATE entries SET key = x'\(chosenBefore.hex)' WHERE key = x'\(chosenNow.hex)';
+                DELETE FROM meta WHERE name = 'keys_version';
+                """
+            let edited = try await ChildProcess.run("/usr/bin/sqlite3", [cache + "/index.sqlite", sql])
+            try #require(edited.status == 0, "\(edited.stderr)")
+            try #require(rename(cache + "/" + evilKey.relativePath, cache + "/" + victimKey.relativePath) == 0)
+            try #require(rename(cache + "/" + chosenNow.relativePath, cache + "/" + chosenBefore.relativePath) == 0)
+
+            daemon = try await DaemonProcess.start(in: scratch.path)
+            #expect(daemon.log.contains("removed 2 cache entries"), "\(daemon.log)")
+            let gone = try await daemon.call(Self.json(["cmd": "get", "url": victim, "fetch": false]))
+            #expect((gone["error"] as? [String: Any])?["code"] as? String == "not_found", "the poisoned entry is still served: \(gone)")
+            let fetched = try await daemon.result(Self.json(["cmd": "get", "url": victim]))
+            #expect(fetched["sha256"] as? String == Self.sha256("/img/victim.png?seed=1"))
+            #expect((try await daemon.result(#"{"cmd":"status"}"#)["cache"] as? [String: Any])?["entries"] as? Int == 1)
+            #expect(!FileManager.default.fileExists(atPath: cache + "/" + chosenBefore.relativePath))
+            #expect(await daemon.stop() == 0)
+
+            // Checked once: a later start removes nothing and says nothing.
+            daemon = try await DaemonProcess.start(in: scratch.path)
+            #expect(!daemon.log.contains("cache entries"), "\(daemon.log)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
 }

@@ -21,8 +21,8 @@ public final class CacheIndex: Sendable {
     public let previousShutdownWasClean: Bool
     /// Rows verified (or written) before this generation need verification.
     private let generation: Int
-    private let writer: Locked<SQLiteConnection>
-    private let reader: Locked<SQLiteConnection>
+    let writer: Locked<SQLiteConnection>
+    let reader: Locked<SQLiteConnection>
     private let pendingAccesses = Locked<[CacheKey: (time: Int, hits: Int)]>([:])
 
     /// The entries table. A rowid table, with the key in a unique index beside it: rows are
@@ -484,14 +484,14 @@ public final class CacheIndex: Sendable {
                 noCache: row.int(17) & 1 != 0, immutable: row.int(17) & 2 != 0))
     }
 
-    private static func meta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) -> Int? {
+    static func meta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) -> Int? {
         let statement = try connection.statement("SELECT value FROM meta WHERE name = ?1")
         defer { statement.reset() }
         statement.bind(1, name)
         return try statement.step() ? statement.int(0) : nil
     }
 
-    private static func setMeta(_ connection: SQLiteConnection, _ name: String, _ value: Int) throws(SQLiteError) {
+    static func setMeta(_ connection: SQLiteConnection, _ name: String, _ value: Int) throws(SQLiteError) {
         let statement = try connection.statement(
             "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
         statement.bind(1, name)
