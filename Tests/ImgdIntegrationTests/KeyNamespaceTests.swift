@@ -20,19 +20,6 @@ struct KeyNamespaceTests {
         SHA256Digest(of: TestHTTPServer.body(for: pathAndQuery)!).hex
     }
 
-    private static func json(_ object: Any) -> String {
-        String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes, .sortedKeys]), as: UTF8.self)
-    }
-
-    /// A daemon whose socket group 65534 may use (the scratch folder searchable by it).
-    private static func start(in scratch: ScratchFolder) async throws -> DaemonProcess {
-        chmod(scratch.path, 0o755)
-        let socket = scratch.path + "/imgd.sock"
-        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--socket", socket], socket: socket)
-        try OtherUser.share(socket)
-        return daemon
-    }
-
     /// The cached file's bytes for `url` as root sees it (no fetch).
     private static func cached(_ daemon: DaemonProcess, _ url: String, key: String? = nil) async throws -> (sha256: String, body: Data)? {
         let keyField = key.map { #","key":"\#($0)""# } ?? ""
@@ -48,7 +35,7 @@ struct KeyNamespaceTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch)
+            let daemon = try await DaemonProcess.startShared(in: scratch)
             defer { daemon.killIfRunning() }
             let goodPath = "/fresh/good.png?cc=max-age%3D3600", evilPath = "/fresh/evil.png?cc=max-age%3D3600"
             let victim = server.url(goodPath), evil = server.url(evilPath)
@@ -61,13 +48,13 @@ struct KeyNamespaceTests {
 
             // The member names the victim's URL as the key of their own image, every way there is.
             let member = OtherUser.plain
-            _ = try await member.result(Self.json(["cmd": "add", "urls": [["url": evil, "key": victim]]]), socket: daemon.socket)
-            _ = try await member.result(Self.json(["cmd": "add", "urls": [["url": evil, "key": victim, "sha256": bad]]]), socket: daemon.socket)
-            let got = try await member.result(Self.json(["cmd": "get", "url": evil, "key": victim, "sha256": bad]), socket: daemon.socket)
+            _ = try await member.result(jsonLine(["cmd": "add", "urls": [["url": evil, "key": victim]]]), socket: daemon.socket)
+            _ = try await member.result(jsonLine(["cmd": "add", "urls": [["url": evil, "key": victim, "sha256": bad]]]), socket: daemon.socket)
+            let got = try await member.result(jsonLine(["cmd": "get", "url": evil, "key": victim, "sha256": bad]), socket: daemon.socket)
             #expect(got["sha256"] as? String == bad, "the member gets their own image under their own key: \(got)")
-            _ = try await member.result(Self.json(["cmd": "get", "url": evil, "key": victim]), socket: daemon.socket)
+            _ = try await member.result(jsonLine(["cmd": "get", "url": evil, "key": victim]), socket: daemon.socket)
             let normalized = try ImageURL(victim).normalized
-            try daemon.drop("evil.json", Self.json([["url": evil, "key": victim, "sha256": bad], ["url": evil, "key": normalized]]), owner: OtherUser.uid)
+            try daemon.drop("evil.json", jsonLine([["url": evil, "key": victim, "sha256": bad], ["url": evil, "key": normalized]]), owner: OtherUser.uid)
             let list = try #require(await daemon.finishedList("evil.json"))
             #expect((list["cached"] as? Int ?? 0) + (list["already_cached"] as? Int ?? 0) == 2, "\(list)")
             #expect(await eventuallyAsync(timeout: .seconds(20)) { (try await daemon.result(#"{"cmd":"status"}"#)["queued"] as? Int) == 0 })
@@ -94,19 +81,19 @@ struct KeyNamespaceTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch)
+            let daemon = try await DaemonProcess.startShared(in: scratch)
             defer { daemon.killIfRunning() }
             let mine = server.url("/img/mine.png?seed=3"), theirs = server.url("/img/theirs.png?seed=4")
             let good = Self.sha256("/img/mine.png?seed=3"), bad = Self.sha256("/img/theirs.png?seed=4")
             // Root's list relies on the key "logo".
-            try daemon.drop("mine.json", Self.json([["url": mine, "key": "logo", "pin": "1h"]]))
+            try daemon.drop("mine.json", jsonLine([["url": mine, "key": "logo", "pin": "1h"]]))
             _ = try #require(await daemon.finishedList("mine.json"))
             #expect(try await Self.cached(daemon, "http://unused.invalid/x.png", key: "logo")?.sha256 == good)
 
             let member = OtherUser.plain
-            let got = try await member.result(Self.json(["cmd": "get", "url": theirs, "key": "logo", "sha256": bad]), socket: daemon.socket)
+            let got = try await member.result(jsonLine(["cmd": "get", "url": theirs, "key": "logo", "sha256": bad]), socket: daemon.socket)
             #expect(got["sha256"] as? String == bad)
-            try daemon.drop("theirs.json", Self.json([["url": theirs, "key": "logo", "sha256": bad]]), owner: OtherUser.uid)
+            try daemon.drop("theirs.json", jsonLine([["url": theirs, "key": "logo", "sha256": bad]]), owner: OtherUser.uid)
             _ = try #require(await daemon.finishedList("theirs.json"))
 
             #expect(try await Self.cached(daemon, "http://unused.invalid/x.png", key: "logo")?.sha256 == good, "root's key was replaced")
@@ -119,16 +106,16 @@ struct KeyNamespaceTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch)
+            let daemon = try await DaemonProcess.startShared(in: scratch)
             defer { daemon.killIfRunning() }
             // Both routes answer ETag "v1": a conditional request with B's validators sent to C
             // would get a 304 from C for bytes C never sent.
             let b = server.url("/fresh/b.png?cc=max-age%3D3600"), c = server.url("/fresh/c.png?cc=max-age%3D3600")
             try #require(Self.sha256("/fresh/b.png?cc=max-age%3D3600") != Self.sha256("/fresh/c.png?cc=max-age%3D3600"))
-            let first = try await daemon.result(Self.json(["cmd": "get", "url": b, "key": "k"]))
+            let first = try await daemon.result(jsonLine(["cmd": "get", "url": b, "key": "k"]))
             #expect(first["sha256"] as? String == Self.sha256("/fresh/b.png?cc=max-age%3D3600"))
             // Due through C: served as it is, and C asked without B's validators.
-            let due = try await daemon.result(Self.json(["cmd": "get", "url": c, "key": "k", "refresh": "0s"]))
+            let due = try await daemon.result(jsonLine(["cmd": "get", "url": c, "key": "k", "refresh": "0s"]))
             #expect(["disk", "memory"].contains(due["source"] as? String ?? ""), "\(due)")
             #expect(await eventually(timeout: .seconds(20)) { server.requestCount(prefix: "/fresh/c.png") == 1 })
             let request = try #require(server.requests.last { $0.target.hasPrefix("/fresh/c.png") })
@@ -149,8 +136,8 @@ struct KeyNamespaceTests {
             let victim = server.url("/img/victim.png?seed=1"), evil = server.url("/img/evil.png?seed=2")
             var daemon = try await DaemonProcess.start(in: scratch.path)
             defer { daemon.killIfRunning() }
-            for url in [victim, evil] { _ = try await daemon.result(Self.json(["cmd": "get", "url": url])) }
-            _ = try await daemon.result(Self.json(["cmd": "get", "url": server.url("/img/k.png?seed=3"), "key": "product-7"]))
+            for url in [victim, evil] { _ = try await daemon.result(jsonLine(["cmd": "get", "url": url])) }
+            _ = try await daemon.result(jsonLine(["cmd": "get", "url": server.url("/img/k.png?seed=3"), "key": "product-7"]))
             #expect(await daemon.stop() == 0)
 
             // What an earlier imgd let a member do: the evil body as the victim URL's entry,
@@ -171,9 +158,9 @@ struct KeyNamespaceTests {
 
             daemon = try await DaemonProcess.start(in: scratch.path)
             #expect(daemon.log.contains("removed 2 cache entries"), "\(daemon.log)")
-            let gone = try await daemon.call(Self.json(["cmd": "get", "url": victim, "fetch": false]))
+            let gone = try await daemon.call(jsonLine(["cmd": "get", "url": victim, "fetch": false]))
             #expect((gone["error"] as? [String: Any])?["code"] as? String == "not_found", "the poisoned entry is still served: \(gone)")
-            let fetched = try await daemon.result(Self.json(["cmd": "get", "url": victim]))
+            let fetched = try await daemon.result(jsonLine(["cmd": "get", "url": victim]))
             #expect(fetched["sha256"] as? String == Self.sha256("/img/victim.png?seed=1"))
             #expect((try await daemon.result(#"{"cmd":"status"}"#)["cache"] as? [String: Any])?["entries"] as? Int == 1)
             #expect(!FileManager.default.fileExists(atPath: cache + "/" + chosenBefore.relativePath))

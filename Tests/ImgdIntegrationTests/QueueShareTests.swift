@@ -16,19 +16,6 @@ import Glibc
     .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to act as a second uid"),
     .timeLimit(.minutes(5)), .offThePool)
 struct QueueShareTests {
-    private static func json(_ object: Any) -> String {
-        String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes, .sortedKeys]), as: UTF8.self)
-    }
-
-    /// A daemon whose socket group 65534 may use, with `arguments`.
-    private static func start(in scratch: ScratchFolder, _ arguments: [String] = []) async throws -> DaemonProcess {
-        chmod(scratch.path, 0o755)
-        let socket = scratch.path + "/imgd.sock"
-        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--socket", socket] + arguments, socket: socket)
-        try OtherUser.share(socket)
-        return daemon
-    }
-
     private static func held(_ daemon: DaemonProcess) async throws -> Int? {
         try await daemon.result(#"{"cmd":"status"}"#)["held"] as? Int
     }
@@ -49,24 +36,24 @@ struct QueueShareTests {
         // conditional request waits at the origin until the test opens the gate.
         try scratch.write("imgd.toml", "max-queued = 4\n[host.\"127.0.0.1\"]\nkey-ignore-query = [\"gate\"]\n")
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch, ["--config", scratch.path + "/imgd.toml"])
+            let daemon = try await DaemonProcess.startShared(in: scratch, ["--config", scratch.path + "/imgd.toml"])
             defer { daemon.killIfRunning() }
             let plain = (0..<5).map { server.url("/fresh/q\($0).png?cc=max-age%3D3600") }
-            for url in plain { _ = try await daemon.result(Self.json(["cmd": "get", "url": url])) }
+            for url in plain { _ = try await daemon.result(jsonLine(["cmd": "get", "url": url])) }
             let held = plain.map { $0 + "&gate=held" }
 
             // Three requests naming one key: one revalidation, one held request.
             let first = try await KeptConnection(daemon.socket)
-            let merged = Task { try await first.callRaw(Self.json(["cmd": "refresh", "urls": [held[4], held[4], plain[4] + "&gate=other"]])) }
+            let merged = Task { try await first.callRaw(jsonLine(["cmd": "refresh", "urls": [held[4], held[4], plain[4] + "&gate=other"]])) }
             #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 1 }, "the refresh is not held as one request")
             let second = try await KeptConnection(daemon.socket)
-            let three = Task { try await second.callRaw(Self.json(["cmd": "refresh", "urls": Array(held[0..<3])])) }
+            let three = Task { try await second.callRaw(jsonLine(["cmd": "refresh", "urls": Array(held[0..<3])])) }
             #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 4 })
 
             // Full: one more refresh, and an add, are refused; nothing of them is held.
-            let over = try await daemon.call(Self.json(["cmd": "refresh", "urls": [held[3]]]))
+            let over = try await daemon.call(jsonLine(["cmd": "refresh", "urls": [held[3]]]))
             #expect(Self.errorCode(over) == "queue_full", "\(over)")
-            let add = try await daemon.call(Self.json(["cmd": "add", "urls": [server.url("/img/new.png")]]))
+            let add = try await daemon.call(jsonLine(["cmd": "add", "urls": [server.url("/img/new.png")]]))
             #expect(Self.errorCode(add) == "queue_full", "\(add)")
             #expect(try await Self.held(daemon) == 4)
             #expect(server.requestCount(prefix: "/fresh/q3.png") == 1, "the refused refresh asked the origin")
@@ -78,7 +65,7 @@ struct QueueShareTests {
             #expect((threeReply["result"] as? [String: Any])?["revalidated"] as? Int == 3, "\(threeReply)")
             #expect(server.requestCount(prefix: "/fresh/q4.png") == 2, "the duplicates asked once: \(server.requestLog)")
             #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
-            let after = try await daemon.result(Self.json(["cmd": "refresh", "urls": [plain[3]]]))
+            let after = try await daemon.result(jsonLine(["cmd": "refresh", "urls": [plain[3]]]))
             #expect(after["revalidated"] as? Int == 1, "\(after)")
             #expect(await daemon.stop() == 0)
         }
@@ -90,29 +77,29 @@ struct QueueShareTests {
         defer { scratch.remove() }
         try await withRunningServer { server in
             // 8 requests in all; 25% of them, 2, for one member.
-            let daemon = try await Self.start(in: scratch, ["--max-queued", "8"])
+            let daemon = try await DaemonProcess.startShared(in: scratch, ["--max-queued", "8"])
             defer { daemon.killIfRunning() }
             let member = OtherUser.plain
             let mine = (0..<2).map { server.url("/img/mine\($0).png?gate=g") }
-            let added = try await member.result(Self.json(["cmd": "add", "urls": mine]), socket: daemon.socket)
+            let added = try await member.result(jsonLine(["cmd": "add", "urls": mine]), socket: daemon.socket)
             #expect(added["accepted"] as? Int == 2)
 
-            let more = try await member.call(Self.json(["cmd": "add", "urls": [server.url("/img/mine2.png?gate=g")]]), socket: daemon.socket)
+            let more = try await member.call(jsonLine(["cmd": "add", "urls": [server.url("/img/mine2.png?gate=g")]]), socket: daemon.socket)
             #expect(Self.errorCode(more) == "queue_full", "\(more)")
             #expect(Self.errorMessage(more).contains("uid \(OtherUser.uid) holds its share of the queue (max-queued-share 25%"), "\(more)")
             let pending = try await member.call(
-                Self.json(["cmd": "get", "url": server.url("/img/mine3.png?gate=g"), "wait": false]), socket: daemon.socket)
+                jsonLine(["cmd": "get", "url": server.url("/img/mine3.png?gate=g"), "wait": false]), socket: daemon.socket)
             #expect(Self.errorCode(pending) == "queue_full", "\(pending)")
 
             // Others still queue: root (no share) takes the rest of the queue.
             let roots = (0..<6).map { server.url("/img/root\($0).png?gate=g") }
-            let rootAdded = try await daemon.result(Self.json(["cmd": "add", "urls": roots]))
+            let rootAdded = try await daemon.result(jsonLine(["cmd": "add", "urls": roots]))
             #expect(rootAdded["accepted"] as? Int == 6)
             #expect(try await Self.held(daemon) == 8)
 
             server.openGate("g")
             #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 0 })
-            let again = try await member.result(Self.json(["cmd": "add", "urls": [server.url("/img/mine2.png")]]), socket: daemon.socket)
+            let again = try await member.result(jsonLine(["cmd": "add", "urls": [server.url("/img/mine2.png")]]), socket: daemon.socket)
             #expect(again["accepted"] as? Int == 1, "the share is given back as requests are answered")
             #expect(await daemon.stop() == 0)
         }
@@ -123,23 +110,23 @@ struct QueueShareTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch)
+            let daemon = try await DaemonProcess.startShared(in: scratch)
             defer { daemon.killIfRunning() }
             let shared = server.url("/img/shared.png?gate=s")
             // Root's list and root's waiting get both wait on the shared URL.
             try daemon.drop("roots.txt", shared + "\n")
             #expect(await eventuallyAsync(timeout: .seconds(20)) { try await daemon.list("roots.txt")?["state"] as? String == "active" })
             let waiting = try await KeptConnection(daemon.socket)
-            let get = Task { try await waiting.callRaw(Self.json(["cmd": "get", "url": shared])) }
+            let get = Task { try await waiting.callRaw(jsonLine(["cmd": "get", "url": shared])) }
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
 
             // The member cancels the URL: nothing of theirs waits on it.
             let member = OtherUser.plain
-            let refused = try await member.result(Self.json(["cmd": "cancel", "url": shared]), socket: daemon.socket)
+            let refused = try await member.result(jsonLine(["cmd": "cancel", "url": shared]), socket: daemon.socket)
             #expect(refused["cancelled"] as? Int == 0, "\(refused)")
             // The member's own request for it is theirs to cancel; the download goes on for root.
-            _ = try await member.result(Self.json(["cmd": "add", "urls": [shared]]), socket: daemon.socket)
-            let own = try await member.result(Self.json(["cmd": "cancel", "url": shared]), socket: daemon.socket)
+            _ = try await member.result(jsonLine(["cmd": "add", "urls": [shared]]), socket: daemon.socket)
+            let own = try await member.result(jsonLine(["cmd": "cancel", "url": shared]), socket: daemon.socket)
             #expect(own["cancelled"] as? Int == 1, "\(own)")
 
             server.openGate("s")
@@ -151,9 +138,9 @@ struct QueueShareTests {
 
             // Root's cancel stops everyone's.
             let other = server.url("/img/other.png?gate=o")
-            _ = try await member.result(Self.json(["cmd": "add", "urls": [other]]), socket: daemon.socket)
+            _ = try await member.result(jsonLine(["cmd": "add", "urls": [other]]), socket: daemon.socket)
             #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 1 })
-            let all = try await daemon.result(Self.json(["cmd": "cancel", "url": other]))
+            let all = try await daemon.result(jsonLine(["cmd": "cancel", "url": other]))
             #expect(all["cancelled"] as? Int == 1)
             #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
             server.openGate("o")
@@ -166,22 +153,22 @@ struct QueueShareTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         try await withRunningServer { server in
-            let daemon = try await Self.start(in: scratch, ["--attempts", "1"])
+            let daemon = try await DaemonProcess.startShared(in: scratch, ["--attempts", "1"])
             defer { daemon.killIfRunning() }
             try daemon.drop("roots.txt", server.url("/status/404?r") + "\n")
             try daemon.drop("mine.txt", server.url("/status/404?m") + "\n", owner: OtherUser.uid)
             _ = try #require(await daemon.finishedList("roots.txt"))
             _ = try #require(await daemon.finishedList("mine.txt"))
             let member = OtherUser.plain
-            let refused = try await member.call(Self.json(["cmd": "retry", "list": "roots.txt"]), socket: daemon.socket)
+            let refused = try await member.call(jsonLine(["cmd": "retry", "list": "roots.txt"]), socket: daemon.socket)
             #expect(Self.errorCode(refused) == "forbidden", "\(refused)")
             #expect(Self.errorMessage(refused).contains("list roots.txt was dropped by uid 0"), "\(refused)")
             #expect(server.requestCount("/status/404?r") == 1, "another user's list was asked again")
 
-            let own = try await member.result(Self.json(["cmd": "retry", "list": "mine.txt"]), socket: daemon.socket)
+            let own = try await member.result(jsonLine(["cmd": "retry", "list": "mine.txt"]), socket: daemon.socket)
             #expect(own["requeued"] as? Int == 1, "\(own)")
             #expect(await eventually(timeout: .seconds(20)) { server.requestCount("/status/404?m") == 2 })
-            let root = try await daemon.result(Self.json(["cmd": "retry", "list": "roots.txt"]))
+            let root = try await daemon.result(jsonLine(["cmd": "retry", "list": "roots.txt"]))
             #expect(root["requeued"] as? Int == 1, "\(root)")
             #expect(await eventually(timeout: .seconds(20)) { server.requestCount("/status/404?r") == 2 })
             #expect(await daemon.stop() == 0)

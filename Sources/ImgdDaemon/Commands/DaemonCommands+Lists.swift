@@ -6,28 +6,38 @@ import ImgdStore
 import Logging
 
 extension DaemonCommands {
+    /// Whether this peer may cancel or retry a list dropped by `owner` (nil: not recorded): its
+    /// own list, or any as root, imgd's own user or a member of `admin-group`.
+    var mayActOnList: @Sendable (_ owner: UInt32?) -> Bool {
+        let authority = authority, peer = request.peer
+        return { owner in (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer) }
+    }
+
+    /// The `forbidden` error (logged with the peer) for `verb` (`cancel`, `retry`) of the list
+    /// `name` that `owner` dropped. The name is the client's text: the reply cuts it, the log
+    /// escapes it.
+    func refusal(_ verb: String, list name: String, owner: UInt32?) -> ControlError {
+        let peer = request.peer
+        services.logger.notice(
+            "refused \(verb) of list \(EchoedText.cut(name)): forbidden (by \(peer))", metadata: ["list": "\(name)", "peer": "\(peer)"])
+        let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
+        let acting = verb == "cancel" ? "cancelling" : "retrying"
+        return .forbidden(
+            "list \(EchoedText.cut(name)) was dropped by \(whose); \(acting) another user's list is allowed only to "
+                + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+    }
+
     func cancel() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
             // Its own list anyone may cancel; another user's only the privileged.
-            let authority = authority, peer = request.peer
-            let outcome = await services.spool.cancel(list: name) { owner in
-                (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer)
-            }
-            switch outcome {
+            switch await services.spool.cancel(list: name, if: mayActOnList) {
             case .cancelled(let pending):
                 logChange("cancel: list \(EchoedText.cut(name))")
                 return ["cancelled": JSONValue(pending)]
             case .notFound:
                 throw .notFound("no list in progress is named \(EchoedText.cut(name))")
             case .forbidden(let owner):
-                // Cut: the name is the client's text (the log escapes it; the reply cuts it too).
-                services.logger.notice(
-                    "refused cancel of list \(EchoedText.cut(name)): forbidden (by \(peer))",
-                    metadata: ["list": "\(name)", "peer": "\(peer)"])
-                let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
-                throw .forbidden(
-                    "list \(EchoedText.cut(name)) was dropped by \(whose); cancelling another user's list is allowed only to "
-                        + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+                throw refusal("cancel", list: name, owner: owner)
             }
         }
         let url = try url()
@@ -84,22 +94,14 @@ extension DaemonCommands {
         if let name = try request.optionalString("list") {
             // One's own list anyone may retry; another user's only the privileged (a retry takes a
             // turn among the lists warmed and asks that user's hosts again).
-            let authority = authority, peer = request.peer
-            switch await services.spool.retry(list: name, if: { owner in
-                (owner != nil && owner == peer.uid && peer != .unknown) || authority.isPrivileged(peer)
-            }) {
+            switch await services.spool.retry(list: name, if: mayActOnList) {
             case .requeued(let requeued):
                 logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
                 return ["requeued": JSONValue(requeued)]
             case .notFound:
                 throw .notFound("no list is named \(EchoedText.cut(name))")
             case .forbidden(let owner):
-                services.logger.notice(
-                    "refused retry of list \(EchoedText.cut(name)): forbidden (by \(peer))", metadata: ["list": "\(name)", "peer": "\(peer)"])
-                let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
-                throw .forbidden(
-                    "list \(EchoedText.cut(name)) was dropped by \(whose); retrying another user's list is allowed only to "
-                        + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
+                throw refusal("retry", list: name, owner: owner)
             }
         }
         if request.value("url") != nil {
