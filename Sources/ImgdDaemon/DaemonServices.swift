@@ -134,7 +134,7 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         do {
-            try Self.removeEntriesUnderForeignKeys(disk: disk, downloader: downloader, logger: logger)
+            if let message = Downloader.foreignKeysMessage(try downloader.removeEntriesUnderForeignKeys()) { logger.notice("\(message)") }
         } catch {
             logger.warning("the check of the cache's keys written by an earlier version failed (\(error)); it is made again at the next start")
         }

@@ -3,6 +3,10 @@ import ImgdCore
 import ImgdTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `imgd prefetch` end to end: the real binary, the real test server, real files.
 @Suite("imgd prefetch (the binary)", .timeLimit(.minutes(10)), .offThePool)
 struct PrefetchCommandTests {
@@ -35,6 +39,35 @@ struct PrefetchCommandTests {
         #expect(second.status == 0)
         #expect(second.stdout.contains("0 downloaded (0 B), 40 already cached"))
         #expect(server.totalRequests == 40)
+        try await server.shutdown()
+    }
+
+    @Test("a cache an earlier version left with another URL's bytes under a URL's key: the first run removes that entry, says so, and fetches the URL again")
+    func foreignKeysFromAnEarlierVersion() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let victim = server.url("/img/victim.png?seed=1"), evil = server.url("/img/evil.png?seed=2")
+        try scratch.write("both.txt", victim + "\n" + evil + "\n")
+        let first = try await BinaryRunner.imgd(["prefetch", "both.txt", "--cache", "cache"], in: scratch.path)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        // The evil body as the victim URL's entry, pinned, in a cache whose keys were never checked.
+        let victimKey = try ImageURL(victim).cacheKey, evilKey = try ImageURL(evil).cacheKey
+        let edited = try await ChildProcess.run("/usr/bin/sqlite3", [scratch.path + "/cache/index.sqlite", """
+            DELETE FROM entries WHERE key = x'\(victimKey.hex)';
+            UPDATE entries SET key = x'\(victimKey.hex)', pinned_until = 9000000000000000 WHERE key = x'\(evilKey.hex)';
+            DELETE FROM meta WHERE name = 'keys_version';
+            """])
+        try #require(edited.status == 0, "\(edited.stderr)")
+        try #require(rename(scratch.path + "/cache/" + evilKey.relativePath, scratch.path + "/cache/" + victimKey.relativePath) == 0)
+
+        try scratch.write("victim.txt", victim + "\n")
+        let second = try await BinaryRunner.imgd(["prefetch", "victim.txt", "--cache", "cache"], in: scratch.path)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(second.stderr.contains("removed 1 cache entries"), "stderr: \(second.stderr)")
+        #expect(second.stdout.contains("1 downloaded"), "\(second.stdout)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: scratch.path + "/cache/" + victimKey.relativePath))
+        #expect(Array(bytes) == TestHTTPServer.body(for: "/img/victim.png?seed=1"))
         try await server.shutdown()
     }
 

@@ -116,6 +116,12 @@ struct PrefetchCommand: AsyncParsableCommand {
             console.message("imgd: \(error)")
             throw ExitCode(1)
         }
+        // As the daemon does at its first start on a cache an earlier version wrote.
+        do {
+            if let message = Downloader.foreignKeysMessage(try downloader.removeEntriesUnderForeignKeys()) { console.message("imgd: \(message)") }
+        } catch {
+            console.message("imgd: the check of the cache's keys written by an earlier version failed, ignoring (it is made again next time): \(error)")
+        }
         // Housekeeping before the first download: entries past --max-age go, and a cache over a
         // lowered --disk-limit is brought down to its low-water mark.
         var settings = MaintenanceSettings()
