@@ -37,3 +37,40 @@ extension CurlURL {
         return String(cString: value)
     }
 }
+
+extension CurlURL {
+    /// A URL as libcurl parsed it, whose parts are read on demand; the handle goes with it.
+    final class Parsed {
+        private let handle: OpaquePointer
+
+        /// `text` parsed with `flags` (`CURLU_…`), or why libcurl refused it.
+        static func parse(_ text: String, flags: UInt32 = 0) -> Result<Parsed, ParseFailure> {
+            guard let handle = curl_url() else { return .failure(ParseFailure(reason: "libcurl could not allocate a URL handle")) }
+            let code = curl_url_set(handle, CURLUPART_URL, text, flags)
+            guard code == CURLUE_OK else {
+                curl_url_cleanup(handle)
+                return .failure(ParseFailure(reason: String(cString: curl_url_strerror(code))))
+            }
+            return .success(Parsed(handle))
+        }
+
+        private init(_ handle: OpaquePointer) {
+            self.handle = handle
+        }
+
+        deinit { curl_url_cleanup(handle) }
+
+        /// The part (`CURLUPART_SCHEME`, `…_HOST`, …), or nil when the URL has none.
+        func part(_ part: CURLUPart) -> String? {
+            var value: UnsafeMutablePointer<CChar>?
+            guard curl_url_get(handle, part, &value, 0) == CURLUE_OK, let value else { return nil }
+            defer { curl_free(value) }
+            return String(cString: value)
+        }
+    }
+
+    /// Why libcurl refused a URL, in its own words.
+    struct ParseFailure: Error {
+        let reason: String
+    }
+}

@@ -22,18 +22,14 @@ public enum ProxyURL {
     /// Checks `text` and returns it unchanged: a URL of a host whose scheme (given, or as libcurl
     /// guesses it) is one of ``allowedSchemes``.
     public static func check(_ text: String) throws(ProxyURLError) -> String {
-        guard let handle = curl_url() else { throw .invalid(reason: "libcurl could not allocate a URL handle") }
-        defer { curl_url_cleanup(handle) }
         // The flags libcurl's own proxy parser uses (url.c, parse_proxy): made-up schemes such as
         // socks5h are allowed, and a missing scheme is guessed.
-        let code = curl_url_set(handle, CURLUPART_URL, text, UInt32(CURLU_NON_SUPPORT_SCHEME | CURLU_GUESS_SCHEME))
-        guard code == CURLUE_OK else { throw .invalid(reason: String(cString: curl_url_strerror(code))) }
-        func part(_ part: CURLUPart) -> String? {
-            var value: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, part, &value, 0) == CURLUE_OK, let value else { return nil }
-            defer { curl_free(value) }
-            return String(cString: value)
+        let parsed: CurlURL.Parsed
+        switch CurlURL.Parsed.parse(text, flags: UInt32(CURLU_NON_SUPPORT_SCHEME | CURLU_GUESS_SCHEME)) {
+        case .success(let url): parsed = url
+        case .failure(let failure): throw .invalid(reason: failure.reason)
         }
+        let part = parsed.part
         let scheme = part(CURLUPART_SCHEME)?.lowercased() ?? ""
         if let instead = locallyResolving[scheme] { throw .resolvesLocally(scheme: scheme, instead: instead) }
         guard allowedSchemes.contains(scheme) else { throw .unsupportedScheme(EchoedText.cut(scheme, limit: 32)) }

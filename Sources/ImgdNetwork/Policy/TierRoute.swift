@@ -22,16 +22,12 @@ public struct TierRoute: Sendable, Equatable {
     /// Checks `text`: an absolute http or https URL with a host, and without user info, query or
     /// fragment.
     public init(_ text: String, fallback: Bool = defaultFallback) throws(TierRouteError) {
-        guard let handle = curl_url() else { throw .invalid(text, reason: "libcurl could not allocate a URL handle") }
-        defer { curl_url_cleanup(handle) }
-        let code = curl_url_set(handle, CURLUPART_URL, text, 0)
-        guard code == CURLUE_OK else { throw .invalid(text, reason: String(cString: curl_url_strerror(code))) }
-        func part(_ part: CURLUPart) -> String? {
-            var value: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, part, &value, 0) == CURLUE_OK, let value else { return nil }
-            defer { curl_free(value) }
-            return String(cString: value)
+        let parsed: CurlURL.Parsed
+        switch CurlURL.Parsed.parse(text) {
+        case .success(let url): parsed = url
+        case .failure(let failure): throw .invalid(text, reason: failure.reason)
         }
+        let part = parsed.part
         let scheme = part(CURLUPART_SCHEME)?.lowercased() ?? ""
         guard scheme == "http" || scheme == "https" else { throw .invalid(text, reason: "only an http or https URL can name a tier") }
         guard part(CURLUPART_HOST)?.isEmpty == false else { throw .invalid(text, reason: "no host") }
