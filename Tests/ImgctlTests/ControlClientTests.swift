@@ -193,7 +193,7 @@ struct ControlClientTests {
             "status",
             replacing: [
                 "version": .string("0.2.0"), "pid": .int(42), "uptime_s": .double(3725), "queued": .int(3), "in_flight": .int(2),
-                "lists_active": .int(1), "lists_waiting": .int(2), "cache.bytes": .int(1_610_612_736), "cache.entries": .int(3400),
+                "held": .int(1_204), "held_bytes": .int(98_304), "lists_active": .int(1), "lists_waiting": .int(2), "cache.bytes": .int(1_610_612_736), "cache.entries": .int(3400),
                 "cache.limit": .int(10_737_418_240), "cache.pinned_bytes": .int(12_582_912), "cache.path": .string("/var/cache/imgd"),
                 "memory.bytes": .int(67_108_864), "memory.entries": .int(120), "memory.limit": .int(268_435_456),
                 "memory.pressure_source": .string("psi-poll"), "memory.pressure_path": .string("/proc/pressure/memory"),
@@ -215,7 +215,7 @@ struct ControlClientTests {
         #expect(
             run.stdout.lines == [
                 "imgd 0.2.0 (pid 42), up 1h 2m", "queued: 3", "in flight: 2", "lists active: 1", "lists waiting: 2",
-                "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned", "cache folder: /var/cache/imgd",
+                "requests held: 1,204 (96 KiB of URLs)", "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned", "cache folder: /var/cache/imgd",
                 "memory tier: 64 MiB in 120 entries, limit 256 MiB", "memory pressure: psi-poll (/proc/pressure/memory)",
                 "memory pressure events: 0", "spool: /var/spool/imgd",
                 "degraded: no",

@@ -27,6 +27,11 @@ struct StatusCommand: ImgctlSubcommand {
         for (key, label) in [("queued", "queued"), ("in_flight", "in flight"), ("lists_active", "lists active"), ("lists_waiting", "lists waiting")] {
             if let value = status[key]?.intValue { lines.append("\(label): \(HumanFormat.count(value))") }
         }
+        // What max-queued and max-queued-bytes bound.
+        if let held = status["held"]?.intValue {
+            let bytes = status["held_bytes"]?.intValue.map { " (\(HumanFormat.size($0)) of URLs)" } ?? ""
+            lines.append("requests held: \(HumanFormat.count(held))\(bytes)")
+        }
         if let cache = status["cache"] {
             let pinned = cache["pinned_bytes"]?.intValue.map { "\(HumanFormat.size($0)) pinned" }
             lines.append("disk cache: " + tier(cache, extra: pinned))
