@@ -367,6 +367,9 @@ struct DaemonServiceTests {
             ("disk-limit = \"2MiB\"\nmax-age = \"\"\"\n12h\n", 4, "not closed"),
             ("max-parallel = 4\n[origin.\"images.example.com\"]\nmax-per-host = 2\n", 2, "unknown table [origin]"),
             ("ca-file = \"/nonexistent/ca.pem\"\n", 1, "ca-file: cannot read /nonexistent/ca.pem"),
+            ("max-queued-share = 0\n", 1, "max-queued-share"),
+            ("max-queued-share = 101\n", 1, "max-queued-share"),
+            ("max-active-lists = 0\n", 1, "max-active-lists"),
         ])
     func badConfigurationFile(text: String, line: Int, mentions: String) async throws {
         try await expectConfigurationRefused(text, line: line, mentions: mentions)
