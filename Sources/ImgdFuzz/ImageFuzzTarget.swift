@@ -5,13 +5,15 @@ import ImgdCore
 /// spilled to disk) whose declared length may or may not match what is there. Requires:
 /// - a verdict sniffed from a prefix (image of a format, or not an image) is the verdict for the
 ///   whole body, since a download is stopped or kept on it;
-/// - the memory and file sources give the same result for the same bytes;
+/// - the memory and file sources give the same result for the same bytes, and so does a file
+///   whose PNG chunk walk was made as its bytes arrived, in pieces of any size (a spilled body);
 /// - a body that validates sniffs as the same format and keeps within the pixel limit;
 /// - a file declared shorter than it is validates as exactly its declared prefix.
 enum ImageFuzzTarget {
     static func run(_ input: inout FuzzInput) throws(FuzzFinding) {
         let lengthChoice = input.byte()
         let lengthDelta = input.uint16()
+        let pieceSize = 1 + input.uint16()
         let maxPixels = input.pick([100_000_000, 1, 64, 4096, 1 << 20])
         let body = input.payload
         let validator = ImageValidator(maxPixels: maxPixels)
@@ -33,6 +35,13 @@ enum ImageFuzzTarget {
         let fromFile = outcome { try validator.validate(FileByteSource(fileDescriptor: fd, count: body.count)) }
         guard fromMemory == fromFile else {
             throw FuzzFinding(target: "image", "memory and file sources disagree: \(fromMemory) / \(fromFile)")
+        }
+        let walked = outcome {
+            try validator.validate(FileByteSource(fileDescriptor: fd, count: body.count), walked: walk(body, pieceSize: pieceSize))
+        }
+        guard walked == fromFile else {
+            throw FuzzFinding(
+                target: "image", "a PNG walked on arrival in pieces of \(pieceSize) bytes gave \(walked), read back \(fromFile)")
         }
         if case .success(let info) = fromMemory {
             guard verdict == .image(info.format) else {
@@ -63,6 +72,24 @@ enum ImageFuzzTarget {
         } else if case .success(let info) = fromDeclared {
             throw FuzzFinding(
                 target: "image", "a file declared \(declared) bytes but holding \(body.count) validated as \(info)")
+        }
+    }
+
+    /// The chunk walk a spill makes of `body` as it arrives in pieces of `pieceSize` bytes (the
+    /// first at least the 33 bytes a walk starts from), or nil when the body is no PNG.
+    private static func walk(_ body: [UInt8], pieceSize: Int) -> PNGArrivalWalk? {
+        body.withUnsafeBytes { all -> PNGArrivalWalk? in
+            let first = max(33, pieceSize)
+            guard var walk = PNGArrivalWalk(head: UnsafeRawBufferPointer(rebasing: all.prefix(first)), bodyCount: all.count) else {
+                return nil
+            }
+            var offset = 0
+            while offset < all.count {
+                let end = min(all.count, offset + (offset == 0 ? first : pieceSize))
+                walk.feed(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
+                offset = end
+            }
+            return walk
         }
     }
 

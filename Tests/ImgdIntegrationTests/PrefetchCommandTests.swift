@@ -42,6 +42,35 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("its exit does not wait for the disk: the stop is recorded clean for this boot, and a daemon started then trusts the entries")
+    func stopIsCleanForThisBoot() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("list.txt", server.url("/img/a.png") + "\n" + server.url("/img/b.png") + "\n")
+        let run = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache"], in: scratch.path)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let meta = try await ChildProcess.run("/usr/bin/sqlite3", [
+            scratch.path + "/cache/index.sqlite",
+            "SELECT name, value FROM meta WHERE name IN ('clean', 'unsynced_stop_boot') ORDER BY name",
+        ])
+        // The boot ID's first 16 hex digits, as a signed 64-bit number.
+        let bootID = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+        let digits = String(bootID.filter(\.isHexDigit).prefix(16))
+        let boot = Int(truncatingIfNeeded: try #require(UInt64(digits, radix: 16)))
+        #expect(meta.stdout == "clean|1\nunsynced_stop_boot|\(boot)\n", "\(meta.stdout) \(meta.stderr)")
+
+        // A daemon started in the same boot finds a clean stop (no warning, no checks).
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--cache", scratch.path + "/cache"])
+        defer { daemon.killIfRunning() }
+        let hit = try await daemon.result(jsonLine(["cmd": "get", "url": server.url("/img/a.png"), "fetch": false]))
+        #expect(hit["source"] as? String == "disk", "\(hit)")
+        #expect(!daemon.log.contains("did not stop cleanly"), "\(daemon.log)")
+        #expect(await daemon.stop() == 0)
+        #expect(server.totalRequests == 2)
+        try await server.shutdown()
+    }
+
     @Test("a cache an earlier version left with another URL's bytes under a URL's key: the first run removes that entry, says so, and fetches the URL again")
     func foreignKeysFromAnEarlierVersion() async throws {
         let server = try await TestHTTPServer.start()

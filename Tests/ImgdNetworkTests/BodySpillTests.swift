@@ -18,7 +18,8 @@ struct BodySpillTests {
         let cache = try CacheDirectory(root: root)
         let lane = QueueExecutor(label: "test-spill-lane")
         let spill = BodySpill(
-            lane: lane, cache: cache, key: try ImageURL("http://example.com/big.png").cacheKey, gate: SpillGate())
+            lane: lane, cache: cache, key: try ImageURL("http://example.com/big.png").cacheKey, declaredLength: nil,
+            gate: SpillGate())
         let chunks = (0...SpillGate.limit).map { index in [UInt8](repeating: UInt8(index % 251), count: 1000) }
 
         // The disk is stuck: the lane does nothing until resumed.
@@ -45,7 +46,7 @@ struct BodySpillTests {
         // On the lane, as the publisher finishes a spilled body: the temp file stays there.
         let (digest, written) = try lane.queue.sync {
             try spill.assumeIsolated { spill in
-                let (file, digest) = try spill.finish(tail: tail)
+                let (file, digest, _) = try spill.finish(tail: tail)
                 defer { file.discard() }
                 return (digest, try Array(Data(contentsOf: URL(fileURLWithPath: file.path))))
             }
@@ -62,7 +63,8 @@ struct BodySpillTests {
         let cache = try CacheDirectory(root: root)
         let lane = QueueExecutor(label: "test-spill-lane")
         let spill = BodySpill(
-            lane: lane, cache: cache, key: try ImageURL("http://example.com/gone.png").cacheKey, gate: SpillGate())
+            lane: lane, cache: cache, key: try ImageURL("http://example.com/gone.png").cacheKey, declaredLength: nil,
+            gate: SpillGate())
         spill.append([UInt8](repeating: 1, count: 1000))
         lane.queue.sync {}  // the first chunk is in its temp file
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).count == 1)
@@ -72,6 +74,36 @@ struct BodySpillTests {
         spill.discard()
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.tempFolder).isEmpty)
         #expect(spill.failure == nil)
+    }
+}
+
+extension BodySpillTests {
+    @Test(
+        "a PNG of declared length is walked on its lane as it is written: its validation takes the walk; without a declared length there is none",
+        arguments: [true, false])
+    func pngIsWalkedAsItArrives(declared: Bool) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let cache = try CacheDirectory(root: root)
+        let lane = QueueExecutor(label: "test-spill-lane")
+        let png = TestImages.png(bytes: 300_000, width: 32, height: 32)
+        let spill = BodySpill(
+            lane: lane, cache: cache, key: try ImageURL("http://example.com/walked.png").cacheKey,
+            declaredLength: declared ? png.count : nil, gate: SpillGate())
+        // As the transfer hands them over: full 64 KiB buffers, then the tail at the end.
+        let chunkSize = 64 * 1024
+        let full = png.count / chunkSize * chunkSize
+        for start in stride(from: 0, to: full, by: chunkSize) { spill.append(Array(png[start..<start + chunkSize])) }
+        let (walk, info) = try lane.queue.sync {
+            try spill.assumeIsolated { spill in
+                let (file, _, walk) = try spill.finish(tail: Array(png[full...]))
+                defer { file.discard() }
+                return (walk, try ImageValidator().validate(FileByteSource(fileDescriptor: file.fileDescriptor, count: png.count), walked: walk))
+            }
+        }
+        #expect(info == ImageInfo(format: .png, width: 32, height: 32))
+        #expect((walk != nil) == declared)
+        #expect(walk.map { $0.received == png.count && $0.bodyCount == png.count } ?? true)
     }
 }
 

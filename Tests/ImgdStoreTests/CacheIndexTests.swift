@@ -170,6 +170,54 @@ struct CacheIndexTests {
         try clean.close()
     }
 
+    @Test("a stop that did not sync is clean for the rest of the boot; after a restart its entries are checked before use")
+    func unsyncedStopIsCleanUntilReboot() throws {
+        let root = scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let content = Array("pretend png".utf8)
+        let kept = try entry("kept", bytes: content.count, content: content)
+        let lost = try entry("lost", bytes: content.count, content: content)
+        do {
+            let disk = try DiskCache(root: root)
+            for item in [kept, lost] {
+                let file = try disk.directory.makeTempFile(for: item.key)
+                try content.withUnsafeBytes { try file.write($0) }
+                try disk.directory.publish(file, as: item.key)
+            }
+            try disk.record([kept, lost])
+            try disk.close(syncing: false)
+        }
+        // The same boot: trusted as after any clean stop.
+        do {
+            let disk = try DiskCache(root: root)
+            #expect(disk.index.previousShutdownWasClean)
+            #expect(disk.lookup(kept.key)?.entry.needsVerification == false)
+            try disk.close(syncing: false)
+        }
+        // A restart of the machine before writeback (what a power cut is) lost a file's data:
+        // another boot's ID in the record stands for it. The next start treats the stop as
+        // unclean, and the damaged entry is found at its first use.
+        let otherBoot = (BootIdentity.current ?? 0) &+ 1
+        do {
+            let connection = try SQLiteConnection(path: root + "/index.sqlite")
+            try CacheIndex.setMeta(connection, CacheIndex.unsyncedBootKey, otherBoot)
+        }
+        try Data("pretend pnG".utf8).write(to: URL(fileURLWithPath: root + "/" + lost.key.relativePath))
+        let disk = try DiskCache(root: root)
+        #expect(!disk.index.previousShutdownWasClean)
+        #expect(disk.lookup(kept.key)?.entry.needsVerification == true, "checked on its first use")
+        #expect(disk.lookup(lost.key) == nil)
+        // A synced stop vouches for the files across restarts again.
+        try disk.close()
+        do {
+            let connection = try SQLiteConnection(path: root + "/index.sqlite")
+            #expect(try CacheIndex.meta(connection, CacheIndex.unsyncedBootKey) == nil)
+        }
+        let afterSync = try DiskCache(root: root)
+        #expect(afterSync.index.previousShutdownWasClean)
+        try afterSync.close()
+    }
+
     @Test("the disk tier drops an entry whose file size is wrong, and one whose content fails its SHA-256 after a crash")
     func lookupChecks() throws {
         let root = scratch()

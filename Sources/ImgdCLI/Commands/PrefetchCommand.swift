@@ -133,7 +133,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()
         await downloader.shutdown()
         do {
-            try disk.close()
+            // Its user waits for the exit: no sync; the stop is clean until the machine restarts.
+            try disk.close(syncing: false)
         } catch {
             console.message("imgd: closing the cache index failed, ignoring (the next start verifies entries): \(error)")
         }

@@ -54,6 +54,8 @@ struct PrefetchRun {
         }
         var batch: [ImageRequest] = []
         batch.reserveCapacity(batchSize)
+        // The namespace of the list's chosen keys: the running user's (asked once, not per line).
+        let owner = getuid()
         while true {
             let entry: LinkListEntry?
             do {
@@ -71,7 +73,7 @@ struct PrefetchRun {
             case .success(let url):
                 // An object item's key and digest count here as in the daemon (its pin and
                 // priority mean nothing to a one-off run).
-                batch.append(downloader.request(for: url, chosenKey: entry.options.key, owner: getuid(), sha256: entry.options.sha256))
+                batch.append(downloader.request(for: url, chosenKey: entry.options.key, owner: owner, sha256: entry.options.sha256))
                 if batch.count == batchSize {
                     await submit(batch, submitter: submitter, window: window)
                     batch.removeAll(keepingCapacity: true)

@@ -21,26 +21,35 @@ enum ImageSignature {
     /// body, so a download is never stopped as "not an image" by a brand that comes later.
     static let brandWindow = 256
 
-    /// The binary format whose signature `prefix` carries.
+    /// The fixed signatures, in the order they are tried (nil matches any byte); made once, not
+    /// at every sniff and validation.
+    private static let fixedSignatures: [(bytes: [UInt8?], format: ImageFormat)] = [
+        ([0xFF, 0xD8, 0xFF], .jpeg),
+        ([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], .png),
+        (ascii("GIF87a"), .gif),
+        (ascii("GIF89a"), .gif),
+        (ascii("RIFF") + [nil, nil, nil, nil] + ascii("WEBP"), .webp),
+        (ascii("II*") + [0x00], .tiff),
+        (ascii("MM") + [0x00] + ascii("*"), .tiff),
+        (ascii("II+") + [0x00], .tiff),  // BigTIFF
+        (ascii("MM") + [0x00] + ascii("+"), .tiff),
+    ]
+
+    /// The binary format whose signature `prefix` carries: the first signature that matches, in
+    /// the order above and then BMP, ICO and ISO-BMFF; else `needMoreBytes` if any could still
+    /// match with more bytes.
     static func match(_ prefix: UnsafeRawBufferPointer) -> Match {
-        let matches = [
-            pattern(prefix, [0xFF, 0xD8, 0xFF], .jpeg),
-            pattern(prefix, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], .png),
-            pattern(prefix, ascii("GIF87a"), .gif),
-            pattern(prefix, ascii("GIF89a"), .gif),
-            pattern(prefix, ascii("RIFF") + [nil, nil, nil, nil] + ascii("WEBP"), .webp),
-            pattern(prefix, ascii("II*") + [0x00], .tiff),
-            pattern(prefix, ascii("MM") + [0x00] + ascii("*"), .tiff),
-            pattern(prefix, ascii("II+") + [0x00], .tiff),  // BigTIFF
-            pattern(prefix, ascii("MM") + [0x00] + ascii("+"), .tiff),
-            bmp(prefix),
-            ico(prefix),
-            isoBMFF(prefix),
-        ]
-        if let found = matches.first(where: { if case .format = $0 { true } else { false } }) {
-            return found
+        var needsMore = false
+        for signature in fixedSignatures {
+            let found = pattern(prefix, signature.bytes, signature.format)
+            if case .format = found { return found }
+            if found == .needMoreBytes { needsMore = true }
         }
-        return matches.contains(.needMoreBytes) ? .needMoreBytes : .mismatch
+        for found in [bmp(prefix), ico(prefix), isoBMFF(prefix)] {
+            if case .format = found { return found }
+            if found == .needMoreBytes { needsMore = true }
+        }
+        return needsMore ? .needMoreBytes : .mismatch
     }
 
     /// BMP's "BM" is two common letters, so the DIB header size must look right too

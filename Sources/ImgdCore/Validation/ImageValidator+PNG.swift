@@ -20,7 +20,10 @@ extension ImageValidator {
     /// hIST that does not fit the palette, a text chunk without its keyword) and a broken
     /// APNG frame sequence are `corrupt`. Bytes after IEND are allowed: they are common in
     /// the wild and every decoder ignores them.
-    func validatePNG(_ reader: inout ImageByteReader) throws -> ImageInfo {
+    ///
+    /// `walked`, when it saw every byte of a body of this size, is the walk already made (as the
+    /// body arrived): its verdict is taken instead of reading the body again.
+    func validatePNG(_ reader: inout ImageByteReader, walked: PNGArrivalWalk? = nil) throws -> ImageInfo {
         // IHDR's length and type (8), width and height (8), five single-byte fields and the CRC (9).
         guard let header = try reader.exactly(at: 8, count: 25) else {
             throw ImageValidationError.truncated(reason: "PNG ends inside its IHDR chunk")
@@ -49,6 +52,10 @@ extension ImageValidator {
                     + "and interlace method \(header[20]); PNG defines 0, 0 and 0 or 1")
         }
 
+        if let walked, walked.covers(reader.count) {
+            try walked.verdict()
+            return info
+        }
         var stream = PNGChunkStream(bodyCount: reader.count, start: 8, colourType: colourType, width: width, height: height)
         while !stream.isFinished, stream.position < reader.count {
             let start = stream.position

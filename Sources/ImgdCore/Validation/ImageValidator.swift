@@ -54,8 +54,10 @@ public struct ImageValidator: Sendable {
     /// Fully checks a complete body: format, dimensions from its headers, structural
     /// completeness and the pixel limit.
     ///
+    /// - Parameter walked: a PNG's chunk walk made while the body arrived (``PNGArrivalWalk``):
+    ///   used instead of reading the body again when it saw every byte of a body of this size.
     /// - Throws: `ImageValidationError`, or the error the source throws when a read fails.
-    public func validate(_ source: some ImageByteSource) throws -> ImageInfo {
+    public func validate(_ source: some ImageByteSource, walked: PNGArrivalWalk? = nil) throws -> ImageInfo {
         var reader = ImageByteReader(source)
         guard reader.count > 0 else { throw ImageValidationError.notImage(reason: "empty body") }
         // `count` is what the caller believes the body holds (for a body spilled to a file, the
@@ -66,7 +68,7 @@ public struct ImageValidator: Sendable {
         }
         let head = try reader.bytes(at: 0, count: Self.headLength)
         let binary = head.withUnsafeBytes { ImageSignature.match($0) }
-        if case .format(let format) = binary { return try validate(format, &reader) }
+        if case .format(let format) = binary { return try validate(format, &reader, walked: walked) }
 
         var text = head
         var markup = text.withUnsafeBytes {
@@ -94,10 +96,10 @@ public struct ImageValidator: Sendable {
         }
     }
 
-    private func validate(_ format: ImageFormat, _ reader: inout ImageByteReader) throws -> ImageInfo {
+    private func validate(_ format: ImageFormat, _ reader: inout ImageByteReader, walked: PNGArrivalWalk?) throws -> ImageInfo {
         switch format {
         case .jpeg: try validateJPEG(&reader)
-        case .png: try validatePNG(&reader)
+        case .png: try validatePNG(&reader, walked: walked)
         case .gif: try validateGIF(&reader)
         case .webp: try validateWebP(&reader)
         case .bmp: try validateBMP(&reader)

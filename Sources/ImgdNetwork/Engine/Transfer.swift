@@ -52,7 +52,7 @@ final class Transfer {
     /// Body bytes not yet handed to `spill`.
     private(set) var buffer: [UInt8] = []
     /// Makes the spill for a body that outgrows the buffer.
-    private let makeSpill: (CacheKey) -> BodySpill
+    private let makeSpill: (CacheKey, Int?) -> BodySpill
     /// Space held against the cache's cap for this body.
     let reservation: SpaceReservation
     /// Asks the cache for room for this transfer (bytes wanted); the engine posts the request
@@ -114,7 +114,7 @@ final class Transfer {
     init(
         job: Job, target: ImageURL, redirects: Int, direct: Bool, attemptStartedAt: ContinuousClock.Instant?,
         serial: UInt64, easy: CurlEasy, disk: DiskCache, policy: DownloadPolicy, askForRoom: @escaping (Transfer, Int) -> Void,
-        admit: @escaping (Transfer, Int) -> Bool, makeSpill: @escaping (CacheKey) -> BodySpill
+        admit: @escaping (Transfer, Int) -> Bool, makeSpill: @escaping (CacheKey, Int?) -> BodySpill
     ) {
         self.admit = admit
         self.makeSpill = makeSpill
@@ -321,7 +321,7 @@ final class Transfer {
     /// Hands the full buffer to the spill (made with the first one) and starts a new one. The
     /// buffer is moved, not copied: the spill's lane holds the only reference.
     private func spillBuffer() {
-        let spill = self.spill ?? makeSpill(job.key)
+        let spill = self.spill ?? makeSpill(job.key, declaredLength)
         self.spill = spill
         spilledBytes += buffer.count
         let full = buffer

@@ -358,7 +358,7 @@ extension TransferEngine {
             policy: policy,
             askForRoom: { [unowned self] transfer, bytes in askForRoom(transfer, bytes: bytes) },
             admit: { [unowned self] transfer, bytes in admit(transfer, bytes: bytes) },
-            makeSpill: publisher.makeSpill)
+            makeSpill: publisher.makeSpill(for:declaredLength:))
         do {
             try transfer.configure(policy)
         } catch {

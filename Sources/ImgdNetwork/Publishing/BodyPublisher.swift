@@ -82,9 +82,12 @@ actor BodyPublisher {
     /// come down to `level`.
     nonisolated func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
 
-    /// A spill for a body of `key` that outgrew the transfer buffer, on the key's lane.
-    nonisolated func makeSpill(for key: CacheKey) -> BodySpill {
-        BodySpill(lane: spillLanes[key.fanOutBucket % spillLanes.count], cache: cache, key: key, gate: spillGate)
+    /// A spill for a body of `key` that outgrew the transfer buffer, on the key's lane;
+    /// `declaredLength` is the body's size as its response declared it, if it did.
+    nonisolated func makeSpill(for key: CacheKey, declaredLength: Int?) -> BodySpill {
+        BodySpill(
+            lane: spillLanes[key.fanOutBucket % spillLanes.count], cache: cache, key: key, declaredLength: declaredLength,
+            gate: spillGate)
     }
 
     /// Returns once every lane has done what was queued on it before the call.
@@ -249,7 +252,7 @@ actor BodyPublisher {
     /// On the body's lane, after its chunks: writes the tail, checks the whole file and renames
     /// it into place; on any failure the temp file is removed.
     func publishSpilled(_ body: ArrivedBody, spill: isolated BodySpill) -> Result<CachedImage, DownloadError> {
-        let spilled: (file: TempFile, digest: SHA256Digest)
+        let spilled: (file: TempFile, digest: SHA256Digest, walk: PNGArrivalWalk?)
         do {
             spilled = try spill.finish(tail: body.buffer)
         } catch {
@@ -264,7 +267,7 @@ actor BodyPublisher {
         }
         do throws(DownloadError) {
             try Self.check(spilled.digest, of: body)
-            let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes))
+            let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes), walked: spilled.walk)
             return .success(image(body, at: try rename(spilled.file, as: body.key), digest: spilled.digest, info: info))
         } catch {
             spilled.file.discard()
@@ -298,9 +301,9 @@ actor BodyPublisher {
         throw .checksumMismatch(expected: expected, received: digest)
     }
 
-    private nonisolated func validate(_ source: some ImageByteSource) throws(DownloadError) -> ImageInfo {
+    private nonisolated func validate(_ source: some ImageByteSource, walked: PNGArrivalWalk? = nil) throws(DownloadError) -> ImageInfo {
         do {
-            return try validator.validate(source)
+            return try validator.validate(source, walked: walked)
         } catch let error as ImageValidationError {
             switch error {
             case .notImage(let reason): throw .notImage(reason)

@@ -7,13 +7,16 @@ import Glibc
 #endif
 
 /// The part of a body too large for the transfer buffer that has already been handed off: its
-/// temp file and its SHA-256 so far, both advanced on one of the publisher's spill lanes.
+/// temp file, its SHA-256 so far and, for a PNG of declared length, its chunk walk so far
+/// (``PNGArrivalWalk``), all advanced on one of the publisher's spill lanes.
 ///
 /// Why not write on the transfer loop: on a large image the loop was the critical path —
 /// receiving from the socket, then copying every 64 KiB into the page cache — while the
 /// publisher read the whole file back to hash it. Now the loop only receives; each full buffer
 /// is moved (not copied) to a lane, which hashes it while it is still in the CPU's cache and
-/// appends it to the file, and nothing is read back. Two lanes, chosen by the key, keep two
+/// appends it to the file, and nothing is read back: a PNG's chunks (the one format whose
+/// validation must see every byte) are walked here too, so its validation reads only the head
+/// of the file. Two lanes, chosen by the key, keep two
 /// cores busy with several large bodies arriving at once.
 ///
 /// Chunks of one body run in order on its lane. The loop learns of a failed write at its next
@@ -31,18 +34,23 @@ actor BodySpill {
     private nonisolated let cache: CacheDirectory
     private nonisolated let key: CacheKey
     private nonisolated let gate: SpillGate
+    /// The body's size as its response declared it: what a PNG walk is made for.
+    private nonisolated let declaredLength: Int?
     private var file: TempFile?
     private var hasher = SHA256Hasher()
+    /// The PNG chunk walk, made with the first chunk when the body is a PNG of declared length.
+    private var walk: PNGArrivalWalk?
     private nonisolated let failureBox = Locked<StoreError?>(nil)
     /// Set by ``discard()``: chunks still queued are dropped instead of written.
     private nonisolated let isDiscarded = Atomic<Bool>(false)
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { lane.asUnownedSerialExecutor() }
 
-    init(lane: QueueExecutor, cache: CacheDirectory, key: CacheKey, gate: SpillGate) {
+    init(lane: QueueExecutor, cache: CacheDirectory, key: CacheKey, declaredLength: Int?, gate: SpillGate) {
         self.lane = lane
         self.cache = cache
         self.key = key
+        self.declaredLength = declaredLength
         self.gate = gate
     }
 
@@ -67,9 +75,9 @@ actor BodySpill {
     }
 
     /// On the lane, after every chunk: appends `tail` (the bytes still in the transfer's buffer) and
-    /// returns the complete temp file with the body's digest. Throws the first write failure; the
-    /// file is then removed.
-    func finish(tail: [UInt8]) throws(StoreError) -> (file: TempFile, digest: SHA256Digest) {
+    /// returns the complete temp file with the body's digest and its PNG walk, if one was made.
+    /// Throws the first write failure; the file is then removed.
+    func finish(tail: [UInt8]) throws(StoreError) -> (file: TempFile, digest: SHA256Digest, walk: PNGArrivalWalk?) {
         do throws(StoreError) {
             if let failure { throw failure }
             try write(tail)
@@ -78,7 +86,7 @@ actor BodySpill {
             throw error
         }
         guard let file else { throw .writeFailed(path: cache.tempFolder, errno: EIO) }  // a spill always had a chunk
-        return (file, hasher.finish())
+        return (file, hasher.finish(), walk)
     }
 
     /// Removes the temp file (a failed or cancelled transfer) and returns once it is gone: a
@@ -93,9 +101,17 @@ actor BodySpill {
 
     private func write(_ bytes: [UInt8]) throws(StoreError) {
         let file: TempFile
-        if let existing = self.file { file = existing } else { file = try cache.makeTempFile(for: key) }
+        if let existing = self.file {
+            file = existing
+        } else {
+            file = try cache.makeTempFile(for: key)
+            if let declaredLength { walk = bytes.withUnsafeBytes { PNGArrivalWalk(head: $0, bodyCount: declaredLength) } }
+        }
         self.file = file
-        bytes.withUnsafeBytes { hasher.update($0) }
+        bytes.withUnsafeBytes { chunk in
+            hasher.update(chunk)
+            walk?.feed(chunk)
+        }
         try file.write(bytes)
     }
 }

@@ -9,9 +9,11 @@ import ImgdCore
 /// them read while a write commits. Access times are batched in memory and written in one
 /// transaction by ``flushAccesses()`` (the owner calls it every few seconds and at shutdown).
 ///
-/// Unclean shutdowns are detected with a flag set at open and cleared at ``close()``: after
-/// one, every row written before is marked as needing its SHA-256 checked before first use.
-/// This costs nothing at start (a generation number is bumped, no row is touched).
+/// Unclean shutdowns are detected with a flag set at open and cleared at ``close(syncedToDisk:)``:
+/// after one, every row written before is marked as needing its SHA-256 checked before first use.
+/// This costs nothing at start (a generation number is bumped, no row is touched). A close that
+/// did not sync the files first is clean for the rest of the boot only (``BootIdentity``): a
+/// start after a reboot treats it as unclean.
 ///
 /// The two connections and the pending access times are each behind their own mutex.
 public final class CacheIndex: Sendable {
@@ -96,7 +98,9 @@ public final class CacheIndex: Sendable {
         try migrateToRowidTable(writer)
         try writer.execute(Self.schema)
         let (clean, generation): (Bool, Int) = try writer.transaction { () throws(SQLiteError) in
-            let clean = try Self.meta(writer, "clean") ?? 1
+            var clean = try Self.meta(writer, "clean") ?? 1
+            // A stop that did not sync vouches for its files until the machine restarts.
+            if let boot = try Self.meta(writer, Self.unsyncedBootKey), boot != BootIdentity.current { clean = 0 }
             var generation = try Self.meta(writer, "generation") ?? 1
             if clean == 0 { generation += 1 }
             if let carrying { generation = max(generation, carrying) }
@@ -455,13 +459,32 @@ public final class CacheIndex: Sendable {
     }
 
     /// Flushes access times and records a clean shutdown. The index must not be used afterwards.
-    public func close() throws(SQLiteError) {
+    ///
+    /// - Parameter syncedToDisk: true when the files were synced to the disk just before (a
+    ///   daemon's stop): the next start trusts them whenever it comes. False (`imgd prefetch`,
+    ///   whose user waits for its exit): the stop is recorded as clean for this boot only
+    ///   (``BootIdentity``; a start after a reboot, which a power cut before writeback would be,
+    ///   checks entries before use). Requires ``BootIdentity/current``; without it a caller must
+    ///   sync.
+    public func close(syncedToDisk: Bool = true) throws(SQLiteError) {
         try flushAccesses()
         try writer.withLock { connection throws(SQLiteError) in
-            try Self.setMeta(connection, "clean", 1)
+            try connection.transaction { () throws(SQLiteError) in
+                try Self.setMeta(connection, "clean", 1)
+                if syncedToDisk {
+                    try Self.removeMeta(connection, Self.unsyncedBootKey)
+                } else {
+                    try Self.setMeta(connection, Self.unsyncedBootKey, BootIdentity.current ?? 0)
+                }
+            }
+            // The index is left whole in its one file either way (a copy of the folder, or of the
+            // file alone, needs no WAL beside it): its own fsyncs are few and small.
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
     }
+
+    /// The meta row naming the boot whose clean stop did not sync (absent after a synced stop).
+    static let unsyncedBootKey = "unsynced_stop_boot"
 
     // MARK: - Rows
 
@@ -489,6 +512,12 @@ public final class CacheIndex: Sendable {
         defer { statement.reset() }
         statement.bind(1, name)
         return try statement.step() ? statement.int(0) : nil
+    }
+
+    static func removeMeta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) {
+        let statement = try connection.statement("DELETE FROM meta WHERE name = ?1")
+        statement.bind(1, name)
+        try statement.step()
     }
 
     static func setMeta(_ connection: SQLiteConnection, _ name: String, _ value: Int) throws(SQLiteError) {
