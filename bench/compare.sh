@@ -112,9 +112,9 @@ ref_binaries() {
         log "REF $REF = $short: cached binaries in $bin"
     else
         if [[ ! -e $tree/Package.swift ]]; then
+            # --force: the path may still be registered from a worktree deleted by hand.
             log "REF $REF = $short: git worktree add --detach $tree"
-            git -C "$REPO_DIR" worktree prune
-            git -C "$REPO_DIR" worktree add --detach "$tree" "$REF_SHA" >"$logf" 2>&1 \
+            git -C "$REPO_DIR" worktree add --force --detach "$tree" "$REF_SHA" >"$logf" 2>&1 \
                 || die "git worktree add failed (see $logf)"
         fi
         log "building REF $short: swift build -c release (imgd, imgctl) in $tree (log: $logf)"
@@ -202,18 +202,26 @@ run_start() {
     mkdir -p "$dir/new" "$dir/ref"
     : >"$dir/empty.txt"
     : >"$RUN_DIR/startup.tsv"
+    # startup_ab.py splits each command line as a shell would: %q quotes the paths.
     "$PYTHON" "$BENCH_DIR/startup_ab.py" --figure '`imgctl --help`' --rounds "$RUNS" --reps "$START_REPS" \
-        --new "$B_IMGCTL --help" --ref "$A_IMGCTL --help" --out "$RUN_DIR/startup.tsv"
+        --new "$(printf '%q --help' "$B_IMGCTL")" --ref "$(printf '%q --help' "$A_IMGCTL")" \
+        --out "$RUN_DIR/startup.tsv"
     "$PYTHON" "$BENCH_DIR/startup_ab.py" --figure '`imgd prefetch` of an empty list, existing cache' \
         --rounds "$RUNS" --reps "$START_REPS" \
-        --new "$B_IMGD prefetch $dir/empty.txt --cache $dir/new/cache" \
-        --ref "$A_IMGD prefetch $dir/empty.txt --cache $dir/ref/cache" --out "$RUN_DIR/startup.tsv"
+        --new "$(printf '%q prefetch %q --cache %q' "$B_IMGD" "$dir/empty.txt" "$dir/new/cache")" \
+        --ref "$(printf '%q prefetch %q --cache %q' "$A_IMGD" "$dir/empty.txt" "$dir/ref/cache")" \
+        --out "$RUN_DIR/startup.tsv"
 }
 
+# key=value lines for compare_report.py: the run, both sides, the machine, what each part did.
 write_meta() {
-    local sets="" fs
-    fs=$(sed -n 's/^fs=//p' "$BENCH_DIR"/work/results/meta-*.txt 2>/dev/null | tail -1)
-    wanted prefetch && sets="prefetch sets: $SMALL small and $LARGE large images, cap 16."
+    local parts="" fs
+    if wanted prefetch; then
+        fs=$(sed -n 's/^fs=//p' "$BENCH_DIR"/work/results/meta-*.txt 2>/dev/null | tail -1)
+        parts+="Prefetch: $SMALL small and $LARGE large images, cap 16, on ${fs:-?}. "
+    fi
+    wanted lookup && parts+="Lookups: 1,000 cached images, 16 clients, $LOOKUP_SECONDS s a run, the working tree's client for both. "
+    wanted start && parts+="Start-up: medians of $START_REPS runs a side per round, the cache on $(findmnt -n -o FSTYPE,SOURCE -T "$WORK" | head -1 | tr -s ' ' ' '). "
     {
         echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "args=$ORIG_ARGS"
@@ -221,8 +229,7 @@ write_meta() {
         echo "ref_desc=$A_DESC"
         echo "new_desc=$B_DESC"
         echo "machine=$(uname -r), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
-        echo "fs=${fs:-?}"
-        echo "sets=$sets Lookups: 1000 cached images, 16 clients, ${LOOKUP_SECONDS} s a run, the working tree's client for both. Start-up: medians of $START_REPS runs a side per round, its cache on $(findmnt -n -o FSTYPE,SOURCE -T "$WORK" | head -1 | tr -s ' ' ' ')."
+        echo "parts=${parts% }"
         echo "load_before=$1"
         echo "load_after=$(cut -d' ' -f1 /proc/loadavg)"
     } >"$RUN_DIR/meta.txt"

@@ -10,7 +10,8 @@ Inputs, each optional (a part that did not run is left out):
   --lookup    lookup-bench.sh's per-run records (--runs-file) with IMGD_REF set: systems imgd
               and imgd-ref, one JSON line per run.
   --startup   startup_ab.py's lines: figure round side wall_ms cpu_ms rss_mib.
-meta.txt holds key=value lines (date, ref, new, args, machine, fs, load_before, load_after).
+meta.txt holds key=value lines (date, args, ref, ref_desc, new_desc, machine, parts, load_before,
+load_after).
 
 A pair is the new build's run and REF's run of the same round (they ran back to back). For each
 figure: both sides' medians, the ratio new ÷ REF of every pair, and the pairs' median and
@@ -194,7 +195,7 @@ def main() -> None:
 
 Run {meta.get('date', '?')} with `bench/compare.sh {meta.get('args', '')}`; {meta.get('machine', '')}.
 REF (A): {meta.get('ref_desc', '?')}. New (B): {meta.get('new_desc', '?')}.
-Prefetch on {meta.get('fs', '?')}; {meta.get('sets', '')}
+{meta.get('parts', '')}
 1-minute load average {meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after (the machine is shared).
 
 Every figure ran as pairs: the new build and REF back to back in the same round (new first in odd
