@@ -228,7 +228,7 @@ write_meta() {
         echo "ref=$REF${REF_SHA:+ (${REF_SHA:0:12})}"
         echo "ref_desc=$A_DESC"
         echo "new_desc=$B_DESC"
-        echo "machine=$(uname -r), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+        echo "machine=Linux $(uname -r), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
         echo "parts=${parts% }"
         echo "load_before=$1"
         echo "load_after=$(cut -d' ' -f1 /proc/loadavg)"
