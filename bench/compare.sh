@@ -46,7 +46,8 @@ usage() {
 Options:
   --quick        5,000 small + 50 large images, 3 pairs, 2 s lookups, 10 start-ups a side
                  per round (a few minutes once both builds exist)
-  --runs R       pairs (rounds) per figure (default 3; the full sets take ~4 min a pair)
+  --runs R       pairs (rounds) per figure (default 3; a pair of the quick sets takes about a
+                 minute, of the full sets several)
   --small N      small images in the prefetch set (default 20000)
   --large M      large images (default 200)
   --only LIST    which parts: prefetch, lookup, start (default all three)
