@@ -1,8 +1,10 @@
-# imgd: two commands.
+# imgd: three commands.
 #   make run                  build imgd and imgctl (release) and run the daemon on ./imgd-data
 #                             (spool/, cache/, state/, imgd.sock); LIST=links.txt drops a list in first
 #   make test                 run every test (what CI runs)
-# Both install the Debian packages they need first, when missing.
+#   make bench-compare REF=<commit>   the working tree against REF, interleaved A/B, new ÷ REF
+#                             per figure (as root; COMPARE_ARGS=--quick: a few minutes; bench/README.md)
+# All three install the Debian packages they need first, when missing.
 
 SWIFT ?= swift
 # Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, ISA-L (CRC-32), through pkg-config.
@@ -12,7 +14,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl nginx
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse crash-loop clean fuzz test-tsan test-asan sanitizer-smoke
+.PHONY: run test smoke build deps test-deps bench bench-abuse bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke
 
 # Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
 # every start (exit 101) is in place for the install, unless the machine has one of its own.
@@ -104,6 +106,16 @@ bench: deps
 ABUSE_ARGS ?=
 bench-abuse: deps
 	bench/abuse-load.sh $(ABUSE_ARGS)
+
+# Issue 28's guard against going back (needs root: nginx, a loop mount): the working tree against
+# REF (a commit), both built in release (REF once, cached by commit under bench/work/compare),
+# prefetch, lookups and start-up run as interleaved A/B pairs; new ÷ REF per figure, pair by pair,
+# printed and written to bench/RESULTS.md. COMPARE_ARGS=--quick for a run of a few minutes.
+REF ?=
+COMPARE_ARGS ?=
+bench-compare: deps
+	@if [ -z "$(REF)" ]; then echo "make bench-compare: name the commit to compare against, e.g. REF=HEAD~3"; exit 2; fi
+	bench/compare.sh $(COMPARE_ARGS) $(REF)
 
 # The crash loop (needs root: a loop mount, nginx): imgd killed with SIGKILL CRASH_KILLS times at
 # random moments, then the end state checked (fsck, every file's SHA-256, every list's report,

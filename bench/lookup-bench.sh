@@ -5,10 +5,12 @@
 # Writes its section of bench/RESULTS.md. See bench/README.md, "Lookup benchmark".
 #
 #   bench/lookup-bench.sh [--quick] [--runs R] [--seconds S] [--clients 1,16,64] [--depth P]
-#                         [--urls N] [--perf]
+#                         [--urls N] [--perf] [--no-redis] [--no-results] [--runs-file FILE]
 #
 # Environment: IMGD=/path/to/imgd and LOOKUP_BENCH=/path/to/imgd-lookup-bench (otherwise both
-# are built with `swift build -c release`), SCRATCH (SwiftPM's --scratch-path, default .build).
+# are built with `swift build -c release`), SCRATCH (SwiftPM's --scratch-path, default .build),
+# IMGD_REF=/path/to/another/imgd (a second daemon, warmed the same way, measured as imgd-ref
+# right beside imgd in every round; bench/compare.sh).
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,14 +29,20 @@ DEPTH=16
 URLS=1000
 QUICK=0
 PERF=0
+NO_REDIS=0
+WRITE_RESULTS=1
+RUNS_FILE=""
 ORIG_ARGS="$*"
 
 # State shared by the functions below.
 IMGD_BIN=""
 CLIENT_BIN=""
 IMGD_PID=""
+REF_BIN=""                      # IMGD_REF: the second daemon's binary
+REF_PID=""
 REDIS_PID=""
 SOCKET=$WORK/imgd/imgd.sock
+REF_SOCKET=$WORK/imgd-ref/imgd.sock
 REDIS_SOCKET=$WORK/redis/redis.sock
 URL_LIST=""
 REPLY_BYTES=0
@@ -45,7 +53,7 @@ FAILED=0
 declare -A REDIS_REQUESTS       # requests per redis-benchmark run, by "clients depth"
 
 usage() {
-    script_header 11
+    script_header 13
     cat <<'EOF'
 
 Options:
@@ -56,6 +64,13 @@ Options:
   --depth P      requests in flight per connection when pipelined (default 16, at most 64)
   --urls N       cached images looked up (default 1000)
   --perf         afterwards, profile imgd (perf record -g) during one 16-client run, not pipelined
+  --no-redis     no Redis runs (imgd, and imgd-ref with IMGD_REF, only)
+  --no-results   leave bench/RESULTS.md as it is
+  --runs-file F  also copy the per-run records (system, clients, depth, run, JSON line) to F
+
+With IMGD_REF set, a second daemon runs that binary on its own folders, warmed with the same
+list, and each configuration of a round runs imgd and imgd-ref back to back (imgd first in odd
+rounds, imgd-ref first in even ones), with the same client (LOOKUP_BENCH or this tree's).
 EOF
 }
 
@@ -69,6 +84,9 @@ parse_args() {
             --depth) DEPTH=$2; shift ;;
             --urls) URLS=$2; shift ;;
             --perf) PERF=1 ;;
+            --no-redis) NO_REDIS=1 ;;
+            --no-results) WRITE_RESULTS=0 ;;
+            --runs-file) RUNS_FILE=$2; shift ;;
             -h|--help) usage; exit 0 ;;
             *) usage >&2; die "unknown option: $1" ;;
         esac
@@ -87,8 +105,10 @@ parse_args() {
 # lock when other work on the machine is running apt).
 ensure_packages() {
     local want=()
-    command -v redis-server >/dev/null || want+=(redis-server)
-    command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null || want+=(redis-tools)
+    if [[ $NO_REDIS -eq 0 ]]; then
+        command -v redis-server >/dev/null || want+=(redis-server)
+        command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null || want+=(redis-tools)
+    fi
     command -v nginx >/dev/null || want+=(nginx)
     command -v curl >/dev/null || want+=(curl)
     command -v python3 >/dev/null || want+=(python3)
@@ -112,6 +132,10 @@ build() {
     IMGD_BIN=${IMGD:-$bin_dir/imgd}
     CLIENT_BIN=${LOOKUP_BENCH:-$bin_dir/imgd-lookup-bench}
     [[ -x $IMGD_BIN && -x $CLIENT_BIN ]] || die "no executable at $IMGD_BIN or $CLIENT_BIN"
+    if [[ -n ${IMGD_REF:-} ]]; then
+        [[ -x $IMGD_REF ]] || die "IMGD_REF: no executable at $IMGD_REF"
+        REF_BIN=$IMGD_REF
+    fi
 }
 
 # --- Images, server, imgd, Redis ---------------------------------------------------------
@@ -129,41 +153,44 @@ serve_images() {
     log "nginx on 127.0.0.1:$port serves $URLS images from $corpus"
 }
 
-# Starts the daemon on fresh folders and waits for its "ready" line. Every client connects as
-# this one user: the per-uid cap (32 by default) is raised to the most clients asked for, or
-# 64 clients would get `busy`.
-start_imgd() {
-    local dir=$WORK/imgd most=0 clients
+# Starts a daemon (BIN, in folder DIR, control socket SOCK, log LOG) on fresh folders and waits
+# for its "ready" line; its pid goes to STARTED_PID. Every client connects as this one user:
+# the per-uid cap (32 by default) is raised to the most clients asked for, or 64 clients would
+# get `busy`.
+start_daemon() {
+    local bin=$1 dir=$2 sock=$3 logf=$4 most=0 clients pid
     for clients in ${CLIENTS//,/ }; do (( clients > most )) && most=$clients; done
     rm -rf "$dir"
     mkdir -p "$dir"
-    "$IMGD_BIN" --spool "$dir/spool" --cache "$dir/cache" --state "$dir/state" --socket "$SOCKET" \
+    "$bin" --spool "$dir/spool" --cache "$dir/cache" --state "$dir/state" --socket "$sock" \
         --max-connections-per-peer "$(( most > 32 ? most : 32 ))" \
-        >"$WORK/logs/imgd.log" 2>&1 </dev/null &
-    IMGD_PID=$!
+        >"$logf" 2>&1 </dev/null &
+    pid=$!
+    STARTED_PID=$pid
     for _ in $(seq 300); do
-        grep -q 'imgd: ready' "$WORK/logs/imgd.log" && break
-        kill -0 "$IMGD_PID" 2>/dev/null || die "imgd exited at start (see $WORK/logs/imgd.log)"
+        grep -q 'imgd: ready' "$logf" && break
+        kill -0 "$pid" 2>/dev/null || die "imgd exited at start (see $logf)"
         sleep 0.1
     done
-    grep -q 'imgd: ready' "$WORK/logs/imgd.log" || die "imgd not ready after 30 s (see $WORK/logs/imgd.log)"
-    log "$(sed -n 's/^imgd: \(imgd [^ ]*\) (pid.*/\1/p' "$WORK/logs/imgd.log") ready, pid $IMGD_PID, socket $SOCKET"
+    grep -q 'imgd: ready' "$logf" || die "imgd not ready after 30 s (see $logf)"
+    log "$(sed -n 's/^imgd: \(imgd [^ ]*\) (pid.*/\1/p' "$logf") ready, pid $pid, socket $sock"
 }
 
-# Drops the list into the spool (written under a dot name, then renamed in) and waits until
-# it lands in done/, so every URL is cached before a lookup is timed.
+# The daemon under test, and with IMGD_REF the second one (imgd-ref).
+start_imgd() {
+    start_daemon "$IMGD_BIN" "$WORK/imgd" "$SOCKET" "$WORK/logs/imgd.log"
+    IMGD_PID=$STARTED_PID
+    if [[ -n $REF_BIN ]]; then
+        start_daemon "$REF_BIN" "$WORK/imgd-ref" "$REF_SOCKET" "$WORK/logs/imgd-ref.log"
+        REF_PID=$STARTED_PID
+    fi
+}
+
+# Drops the list into each daemon's spool and waits until it lands in done/, so every URL is
+# cached before a lookup is timed; then takes a hit's reply size (Redis's values match it).
 warm_imgd() {
-    local spool=$WORK/imgd/spool
-    cp "$URL_LIST" "$spool/.lookup.txt.tmp"
-    mv "$spool/.lookup.txt.tmp" "$spool/lookup.txt"
-    for _ in $(seq 1200); do
-        [[ -e $spool/done/lookup.txt ]] && break
-        [[ -e $spool/failed/lookup.txt ]] && die "warming failed: see $spool/failed/lookup.txt.report.json"
-        sleep 0.1
-    done
-    [[ -e $spool/done/lookup.txt ]] || die "warming $URLS URLs took over 2 minutes (see $WORK/logs/imgd.log)"
-    log "imgd warmed: $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["cached"], "cached in", r["duration_s"], "s")' \
-        "$spool/done/lookup.txt.report.json")"
+    warm_daemon "$WORK/imgd/spool" "$WORK/logs/imgd.log"
+    [[ -z $REF_BIN ]] || warm_daemon "$WORK/imgd-ref/spool" "$WORK/logs/imgd-ref.log"
     # The size of a typical hit's reply, so Redis's values are the same size.
     REPLY_BYTES=$(python3 - "$SOCKET" "$(head -1 "$URL_LIST")" <<'PY'
 import json, socket, sys
@@ -178,6 +205,22 @@ print(len(reply))
 PY
 )
     log "a hit's reply is $REPLY_BYTES bytes (newline included)"
+}
+
+# warm_daemon SPOOL LOG: the list written under a dot name, then renamed into SPOOL; waits
+# until it lands in SPOOL/done/ (LOG: that daemon's, named when it does not).
+warm_daemon() {
+    local spool=$1
+    cp "$URL_LIST" "$spool/.lookup.txt.tmp"
+    mv "$spool/.lookup.txt.tmp" "$spool/lookup.txt"
+    for _ in $(seq 1200); do
+        [[ -e $spool/done/lookup.txt ]] && break
+        [[ -e $spool/failed/lookup.txt ]] && die "warming failed: see $spool/failed/lookup.txt.report.json"
+        sleep 0.1
+    done
+    [[ -e $spool/done/lookup.txt ]] || die "warming $URLS URLs took over 2 minutes (see $2)"
+    log "imgd warmed ($spool): $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["cached"], "cached in", r["duration_s"], "s")' \
+        "$spool/done/lookup.txt.report.json")"
 }
 
 # Redis on a Unix socket only (no TCP port), no persistence, its own folder; the keys
@@ -220,12 +263,14 @@ cpu_seconds() {
 # Runs at exit, whatever happened: stop what this script started, by pid.
 cleanup() {
     local status=$?
-    if [[ -n $IMGD_PID ]] && kill -0 "$IMGD_PID" 2>/dev/null; then
-        kill -TERM "$IMGD_PID" 2>/dev/null || true      # imgd exits within 5 s of SIGTERM
-        for _ in $(seq 100); do kill -0 "$IMGD_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$IMGD_PID" 2>/dev/null && { log "imgd still running 10 s after SIGTERM: SIGKILL"; kill -KILL "$IMGD_PID"; }
-        wait "$IMGD_PID" 2>/dev/null || true
-    fi
+    local pid
+    for pid in $IMGD_PID $REF_PID; do
+        kill -0 "$pid" 2>/dev/null || continue
+        kill -TERM "$pid" 2>/dev/null || true      # imgd exits within 5 s of SIGTERM
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && { log "imgd (pid $pid) still running 10 s after SIGTERM: SIGKILL"; kill -KILL "$pid"; }
+        wait "$pid" 2>/dev/null || true
+    done
     if [[ -n $REDIS_PID ]] && kill -0 "$REDIS_PID" 2>/dev/null; then
         kill -TERM "$REDIS_PID" 2>/dev/null || true
         wait "$REDIS_PID" 2>/dev/null || true
@@ -237,18 +282,20 @@ cleanup() {
 # --- Runs --------------------------------------------------------------------------------
 
 # One imgd run: the client's JSON line goes to $RUNS_TSV; an invalid run is logged and counted.
+# A fourth argument, imgd-ref, runs it against the second daemon (IMGD_REF).
 run_imgd() {
-    local clients=$1 depth=$2 run=$3 line rc=0
-    line=$("$CLIENT_BIN" --socket "$SOCKET" --urls "$URL_LIST" --clients "$clients" --pipeline "$depth" \
-        --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" --server-pid "$IMGD_PID" 2>>"$WORK/logs/client.log") || rc=$?
+    local clients=$1 depth=$2 run=$3 system=${4:-imgd} line rc=0 sock=$SOCKET pid=$IMGD_PID
+    [[ $system == imgd ]] || { sock=$REF_SOCKET; pid=$REF_PID; }
+    line=$("$CLIENT_BIN" --socket "$sock" --urls "$URL_LIST" --clients "$clients" --pipeline "$depth" \
+        --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" --server-pid "$pid" 2>>"$WORK/logs/client.log") || rc=$?
     if [[ $rc -ne 0 || -z $line ]]; then
         FAILED=1
-        log "$(printf 'imgd  %2s clients, depth %2s, run %s: FAILED (exit %s) %s' "$clients" "$depth" "$run" "$rc" "$line")"
+        log "$(printf '%-8s %2s clients, depth %2s, run %s: FAILED (exit %s) %s' "$system" "$clients" "$depth" "$run" "$rc" "$line")"
         line=${line:-'{"valid":false}'}
     else
-        log "$(printf 'imgd  %2s clients, depth %2s, run %s: %s' "$clients" "$depth" "$run" "$(summary imgd "$line")")"
+        log "$(printf '%-8s %2s clients, depth %2s, run %s: %s' "$system" "$clients" "$depth" "$run" "$(summary imgd "$line")")"
     fi
-    printf 'imgd\t%s\t%s\t%s\t%s\n' "$clients" "$depth" "$run" "$line" >>"$RUNS_TSV"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$system" "$clients" "$depth" "$run" "$line" >>"$RUNS_TSV"
 }
 
 # One redis-benchmark run of N requests (calibrated to last about --seconds), its CSV line and
@@ -278,9 +325,9 @@ PY
 )
     if [[ $rc -ne 0 || $line == *'"valid": false'* ]]; then
         FAILED=1
-        log "$(printf 'redis %2s clients, depth %2s, run %s: FAILED %s' "$clients" "$depth" "$run" "$line")"
+        log "$(printf 'redis    %2s clients, depth %2s, run %s: FAILED %s' "$clients" "$depth" "$run" "$line")"
     else
-        log "$(printf 'redis %2s clients, depth %2s, run %s: %s' "$clients" "$depth" "$run" "$(summary redis "$line")")"
+        log "$(printf 'redis    %2s clients, depth %2s, run %s: %s' "$clients" "$depth" "$run" "$(summary redis "$line")")"
     fi
     printf 'redis\t%s\t%s\t%s\t%s\n' "$clients" "$depth" "$run" "$line" >>"$RUNS_TSV"
 }
@@ -314,18 +361,27 @@ calibrate_redis() {
 }
 
 # Interleaved: for each round, every configuration runs imgd then Redis back to back, so a
-# drift of the machine (other work, the host) lands on both rather than on one.
+# drift of the machine (other work, the host) lands on both rather than on one. With IMGD_REF,
+# imgd-ref runs beside imgd: after it in odd rounds, before it in even ones.
 run_all() {
     local clients depth run
-    for clients in ${CLIENTS//,/ }; do
-        for depth in 1 "$DEPTH"; do calibrate_redis "$clients" "$depth"; done
-    done
+    if [[ $NO_REDIS -eq 0 ]]; then
+        for clients in ${CLIENTS//,/ }; do
+            for depth in 1 "$DEPTH"; do calibrate_redis "$clients" "$depth"; done
+        done
+    fi
     for run in $(seq "$RUNS"); do
         log "round $run of $RUNS"
         for clients in ${CLIENTS//,/ }; do
             for depth in 1 "$DEPTH"; do
-                run_imgd "$clients" "$depth" "$run"
-                run_redis "$clients" "$depth" "$run" "${REDIS_REQUESTS["$clients $depth"]}"
+                if [[ -n $REF_BIN && $((run % 2)) -eq 0 ]]; then
+                    run_imgd "$clients" "$depth" "$run" imgd-ref
+                    run_imgd "$clients" "$depth" "$run"
+                else
+                    run_imgd "$clients" "$depth" "$run"
+                    [[ -z $REF_BIN ]] || run_imgd "$clients" "$depth" "$run" imgd-ref
+                fi
+                [[ $NO_REDIS -eq 1 ]] || run_redis "$clients" "$depth" "$run" "${REDIS_REQUESTS["$clients $depth"]}"
             done
         done
     done
@@ -451,7 +507,7 @@ main() {
     serve_images
     start_imgd
     warm_imgd
-    start_redis
+    [[ $NO_REDIS -eq 1 ]] || start_redis
     RUNS_TSV=$WORK/results/runs-$(date -u +%Y%m%dT%H%M%SZ).tsv
     : >"$RUNS_TSV"
     local load_before load_after
@@ -459,17 +515,22 @@ main() {
     log "runs: clients $CLIENTS, not pipelined and depth $DEPTH, $RUNS rounds (raw results: $RUNS_TSV)"
     run_all
     load_after=$(cut -d' ' -f1 /proc/loadavg)
-    # redis-benchmark does not check its replies: Redis's own counters show they were all hits.
-    REDIS_HITS=$(redis-cli -s "$REDIS_SOCKET" info stats | sed -n 's/^keyspace_hits:\([0-9]*\).*/\1/p')
-    REDIS_MISSES=$(redis-cli -s "$REDIS_SOCKET" info stats | sed -n 's/^keyspace_misses:\([0-9]*\).*/\1/p')
-    if [[ $REDIS_MISSES != 0 ]]; then
-        FAILED=1
-        log "Redis counted $REDIS_MISSES misses: its GETs were not all hits"
+    if [[ $NO_REDIS -eq 0 ]]; then
+        # redis-benchmark does not check its replies: Redis's own counters show they were all hits.
+        REDIS_HITS=$(redis-cli -s "$REDIS_SOCKET" info stats | sed -n 's/^keyspace_hits:\([0-9]*\).*/\1/p')
+        REDIS_MISSES=$(redis-cli -s "$REDIS_SOCKET" info stats | sed -n 's/^keyspace_misses:\([0-9]*\).*/\1/p')
+        if [[ $REDIS_MISSES != 0 ]]; then
+            FAILED=1
+            log "Redis counted $REDIS_MISSES misses: its GETs were not all hits"
+        fi
     fi
     [[ $PERF -eq 1 ]] && profile_imgd
-    echo
-    write_results "$load_before" "$load_after"
-    log "wrote bench/RESULTS.md"
+    [[ -z $RUNS_FILE ]] || cp "$RUNS_TSV" "$RUNS_FILE"
+    if [[ $WRITE_RESULTS -eq 1 ]]; then
+        echo
+        write_results "$load_before" "$load_after"
+        log "wrote bench/RESULTS.md"
+    fi
     if [[ $FAILED -eq 1 ]]; then
         log "some runs FAILED or were not valid (see above and $WORK/logs/)"
         exit 1

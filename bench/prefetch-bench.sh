@@ -7,8 +7,11 @@
 #   bench/prefetch-bench.sh [--quick] [--peers-only] [--no-loop] [--caps 16,64] [--runs R]
 #                           [--small N] [--large M] [--sets small,large] [--timeout S]
 #                           [--schemes http,https] [--tools imgd,imgd-daemon,curl,aria2c,wget2]
+#                           [--no-results] [--runs-file FILE]
 #
-# Environment: IMGD=/path/to/imgd (otherwise it builds .build/release/imgd), PYTHON (python3).
+# Environment: IMGD=/path/to/imgd (otherwise it builds .build/release/imgd), PYTHON (python3),
+# IMGD_REF=/path/to/another/imgd (a second imgd, e.g. an older commit's: each imgd tool gets a
+# twin, imgd-ref and imgd-daemon-ref, run right beside it in every round; bench/compare.sh).
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,6 +32,8 @@ QUICK=0
 PEERS_ONLY=0
 USE_LOOP=1
 RUN_TIMEOUT=1800
+WRITE_RESULTS=1
+RUNS_FILE=""
 ORIG_ARGS="$*"
 
 # State shared by the functions below.
@@ -36,6 +41,7 @@ NOTES=()                        # caveats that go into the results header
 TOOLS=()                        # tools that will run, in interleaving order
 IMGD_BIN=""
 IMGD_DESC="skipped"
+IMGD_REF_BIN=""                 # IMGD_REF, made absolute: the twin tools' binary
 MOUNTED=0
 CHILD_PID=""                    # the run in progress (timeout's pid), for the exit trap
 DAEMON_PID=""                   # the imgd daemon of the run in progress, for the exit trap
@@ -74,6 +80,12 @@ Options:
                  so a plain-only run's section (prefetch-bench) is left as it was.
   --tools LIST   which tools to run, among imgd,imgd-daemon,curl,aria2c,wget2 (default all;
                  aria2c, which has no HTTP/2, never runs over https)
+  --no-results   print the table but leave bench/RESULTS.md as it is (bench/compare.sh)
+  --runs-file F  also copy the per-run records (the raw table report.py reads) to F
+
+With IMGD_REF set, imgd and imgd-daemon each get a twin (imgd-ref, imgd-daemon-ref) running
+that binary with the same options, right after it in odd rounds and right before it in even
+ones (A B, B A, A B …), so each round is a pair whose ratio a drift of the machine hardly moves.
 EOF
 }
 
@@ -91,6 +103,8 @@ parse_args() {
             --timeout) RUN_TIMEOUT=$2; shift ;;
             --schemes) SCHEMES=$2; shift ;;
             --tools) WANT_TOOLS=$2; shift ;;
+            --no-results) WRITE_RESULTS=0 ;;
+            --runs-file) RUNS_FILE=$2; shift ;;
             -h|--help) usage; exit 0 ;;
             *) usage >&2; die "unknown option: $1" ;;
         esac
@@ -215,9 +229,41 @@ prepare_imgd() {
     fi
     IMGD_BIN=$bin
     IMGD_DESC="$bin (git $(imgd_revision))"
-    wanted_tool imgd && TOOLS+=(imgd)
-    wanted_tool imgd-daemon && TOOLS+=(imgd-daemon)
+    if [[ -n ${IMGD_REF:-} ]]; then
+        [[ -x $IMGD_REF ]] || die "IMGD_REF: no executable at $IMGD_REF"
+        IMGD_REF_BIN=$(readlink -f "$IMGD_REF")
+    fi
+    if wanted_tool imgd; then
+        TOOLS+=(imgd)
+        [[ -n $IMGD_REF_BIN ]] && TOOLS+=(imgd-ref)
+    fi
+    if wanted_tool imgd-daemon; then
+        TOOLS+=(imgd-daemon)
+        [[ -n $IMGD_REF_BIN ]] && TOOLS+=(imgd-daemon-ref)
+    fi
     return 0
+}
+
+# The imgd binary a tool runs: IMGD_REF's for the twins (imgd-ref, imgd-daemon-ref).
+tool_binary() { if [[ $1 == *-ref ]]; then printf '%s' "$IMGD_REF_BIN"; else printf '%s' "$IMGD_BIN"; fi; }
+
+# Whether a tool is the daemon path (imgd-daemon or its twin).
+is_daemon_tool() { [[ $1 == imgd-daemon || $1 == imgd-daemon-ref ]]; }
+
+# The tools of round RUN in their order, into ROUND_TOOLS: TOOLS as they are, except that with
+# IMGD_REF each imgd twin pair is swapped in even rounds (imgd imgd-ref, then imgd-ref imgd), so
+# neither binary always runs second (after the other's writeback, with the corpus warmer).
+round_tools() {
+    ROUND_TOOLS=("${TOOLS[@]}")
+    [[ -n $IMGD_REF_BIN && $(($1 % 2)) -eq 0 ]] || return 0
+    local i
+    for ((i = 0; i + 1 < ${#ROUND_TOOLS[@]}; i++)); do
+        if [[ ${ROUND_TOOLS[i + 1]} == "${ROUND_TOOLS[i]}-ref" ]]; then
+            ROUND_TOOLS[i + 1]=${ROUND_TOOLS[i]}
+            ROUND_TOOLS[i]=${ROUND_TOOLS[i]}-ref
+            i=$((i + 1))
+        fi
+    done
 }
 
 wanted_tool() { [[ ,$WANT_TOOLS, == *,$1,* ]]; }
@@ -354,9 +400,9 @@ tool_command() {
     local tool=$1 set=$2 cap=$3 out=$4
     local tls=()
     case $tool in
-        imgd)
+        imgd|imgd-ref)
             [[ $SCHEME == https ]] && tls=(--ca-file "$CA_FILE")
-            CMD=("$IMGD_BIN" prefetch "$LISTS/$set.txt" --cache "$out"
+            CMD=("$(tool_binary "$tool")" prefetch "$LISTS/$set.txt" --cache "$out"
                  --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}") ;;
         curl)
             [[ $SCHEME == https ]] && tls=(--cacert "$CA_FILE" --http2)
@@ -411,13 +457,14 @@ stop_daemon() {
 # SET.txt appears in OUT/spool/done/ (or failed/), found by a stat every 5 ms. Right then the
 # daemon's CPU time (utime+stime of /proc/PID/stat, its whole life: start-up included, as
 # `time` counts imgd prefetch's) and peak RSS (VmHWM) are read; then SIGTERM, untimed; a
-# non-zero exit status fails the run. Sets wall user sys rss rc.
+# non-zero exit status fails the run. Sets wall user sys rss rc. A sixth argument names
+# another imgd binary (the twin imgd-daemon-ref's).
 run_daemon() {
-    local set=$1 cap=$2 out=$3 logf=$4 tfile=$5
+    local set=$1 cap=$2 out=$3 logf=$4 tfile=$5 bin=${6:-$IMGD_BIN}
     mkdir -p "$out/spool" "$out/cache" "$out/state"
     local tls=()
     [[ $SCHEME == https ]] && tls=(--ca-file "$CA_FILE")
-    "$IMGD_BIN" --spool "$out/spool" --cache "$out/cache" --state "$out/state" --socket "$out/imgd.sock" \
+    "$bin" --spool "$out/spool" --cache "$out/cache" --state "$out/state" --socket "$out/imgd.sock" \
         --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}" >"$logf" 2>&1 </dev/null &
     DAEMON_PID=$!
     local pid=$DAEMON_PID outcome="" result drc=0
@@ -460,8 +507,8 @@ run_one() {
     # The machine is shared: the 1-minute load average right before each run goes into its record.
     load1=$(cut -d' ' -f1 /proc/loadavg)
     DAEMON_OUTCOME=""
-    if [[ $tool == imgd-daemon ]]; then
-        run_daemon "$set" "$cap" "$out" "$logf" "$tfile"
+    if is_daemon_tool "$tool"; then
+        run_daemon "$set" "$cap" "$out" "$logf" "$tfile" "$(tool_binary "$tool")"
     else
         tool_command "$tool" "$set" "$cap" "$out"
         # timeout outside time: time measures the tool itself; timeout kills its process group.
@@ -476,10 +523,10 @@ run_one() {
         if [[ -s $tfile ]]; then read -r wall user sys rss < <(tail -1 "$tfile") || true; fi
     fi
     local status=ok note verdict vrc=0
-    if [[ $tool == imgd ]]; then
+    if [[ $tool == imgd || $tool == imgd-ref ]]; then
         verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" cache --manifest "$MANIFEST" --set "$set" \
                   --dir "$out" --list "$LISTS/$set.txt") || vrc=$?
-    elif [[ $tool == imgd-daemon ]]; then
+    elif is_daemon_tool "$tool"; then
         verdict=$("$PYTHON" "$BENCH_DIR/verify_run.py" cache --manifest "$MANIFEST" --set "$set" \
                   --dir "$out/cache" --list "$LISTS/$set.txt" \
                   --report "$out/spool/done/$set.txt.report.json") || vrc=$?
@@ -519,8 +566,9 @@ run_all() {
         for cap in ${CAPS//,/ }; do
             log "set $set (${SET_FILES[$set]} files, $((SET_BYTES[$set] / 1000000)) MB), cap $cap, $SCHEMES: ${TOOLS[*]} × $RUNS"
             for run in $(seq "$RUNS"); do
+                round_tools "$run"
                 for scheme in ${SCHEMES//,/ }; do
-                    for tool in "${TOOLS[@]}"; do
+                    for tool in "${ROUND_TOOLS[@]}"; do
                         runs_over "$tool" "$scheme" || continue
                         run_one "$set" "$cap" "$tool" "$run" "$scheme"
                     done
@@ -554,8 +602,9 @@ probe_protocols() {
         rm -rf "$out"
         mkdir -p "$out"
         before=$(wc -l <"$logf" 2>/dev/null || echo 0)
-        if [[ $tool == imgd-daemon ]]; then
-            run_daemon small "$cap" "$out" "$WORK/logs/probe-$tool.log" "$WORK/logs/probe-$tool.time" || true
+        if is_daemon_tool "$tool"; then
+            run_daemon small "$cap" "$out" "$WORK/logs/probe-$tool.log" "$WORK/logs/probe-$tool.time" \
+                "$(tool_binary "$tool")" || true
         else
             tool_command "$tool" small "$cap" "$out"
             timeout -k 10 120 "${CMD[@]}" >"$WORK/logs/probe-$tool.log" 2>&1 </dev/null || true
@@ -608,6 +657,7 @@ write_meta() {
         echo "quick=$QUICK"
         echo "tools=${TOOLS[*]}"
         echo "imgd=$IMGD_DESC"
+        [[ -z $IMGD_REF_BIN ]] || echo "imgd_ref=$IMGD_REF_BIN"
         if wanted_scheme https; then
             echo "curl=$(curl --version | head -1 | awk '{print $2}') ($(curl --version | head -1 | grep -o -E 'OpenSSL/[0-9.]+|nghttp2/[0-9.]+' | paste -sd ' '))"
         else
@@ -662,13 +712,16 @@ main() {
         probe_protocols "$WORK/results/protocols-$stamp.md"
         report_args=(--section prefetch-https --protocols "$WORK/results/protocols-$stamp.md")
     fi
+    local results_args=(--results "$BENCH_DIR/RESULTS.md")
+    [[ $WRITE_RESULTS -eq 1 ]] || results_args=()
     LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
     run_all
     write_meta "$WORK/results/meta-$stamp.txt"
     echo
     # No __pycache__ in bench/ (report.py imports results_md).
     PYTHONDONTWRITEBYTECODE=1 "$PYTHON" "$BENCH_DIR/report.py" --runs "$RUNS_TSV" --meta "$WORK/results/meta-$stamp.txt" \
-        --results "$BENCH_DIR/RESULTS.md" "${report_args[@]}"
+        "${results_args[@]}" "${report_args[@]}"
+    [[ -z $RUNS_FILE ]] || cp "$RUNS_TSV" "$RUNS_FILE"
     # Non-zero when any run failed, so a CI job notices; the table above says which.
     if cut -f5 "$RUNS_TSV" | grep -qx FAILED; then
         log "some runs FAILED (see above and bench/work/logs/)"
