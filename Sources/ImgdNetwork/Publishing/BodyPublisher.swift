@@ -40,9 +40,10 @@ actor BodyPublisher {
 
     private nonisolated let executor = QueueExecutor(label: "imgd-publisher")
     /// Where large bodies are written and hashed as they arrive (``BodySpill``), and then
-    /// checked and renamed into place; a body's lane is chosen by its key. Two: with the loop
-    /// and this queue, enough to keep two cores busy on large images (bench/README.md).
-    private nonisolated let spillLanes = (0..<2).map { QueueExecutor(label: "imgd-spill-\($0)") }
+    /// checked and renamed into place; a body goes to the lane with the fewest in progress. Two:
+    /// with the loop and this queue, enough to keep two cores busy on large images
+    /// (bench/README.md).
+    nonisolated let spillLanes = SpillLanes(count: 2)
     private nonisolated let spillGate = SpillGate()
     private nonisolated let disk: DiskCache
     private nonisolated var cache: CacheDirectory { disk.directory }
@@ -82,17 +83,16 @@ actor BodyPublisher {
     /// come down to `level`.
     nonisolated func wakeWhenBacklog(reaches level: Int) { wakeAt.store(max(1, level), ordering: .relaxed) }
 
-    /// A spill for a body of `key` that outgrew the transfer buffer, on the key's lane;
-    /// `declaredLength` is the body's size as its response declared it, if it did.
+    /// A spill for a body of `key` that outgrew the transfer buffer, on the lane with the
+    /// fewest bodies in progress; `declaredLength` is the body's size as its response declared
+    /// it, if it did.
     nonisolated func makeSpill(for key: CacheKey, declaredLength: Int?) -> BodySpill {
-        BodySpill(
-            lane: spillLanes[key.fanOutBucket % spillLanes.count], cache: cache, key: key, declaredLength: declaredLength,
-            gate: spillGate)
+        BodySpill(lanes: spillLanes, cache: cache, key: key, declaredLength: declaredLength, gate: spillGate)
     }
 
     /// Returns once every lane has done what was queued on it before the call.
     nonisolated func drainSpills() {
-        for lane in spillLanes { lane.queue.sync {} }
+        for lane in spillLanes.executors { lane.queue.sync {} }
     }
 
     /// Validates and publishes `body`; its outcome is delivered with the next batch.

@@ -16,8 +16,8 @@ import Glibc
 /// is moved (not copied) to a lane, which hashes it while it is still in the CPU's cache and
 /// appends it to the file, and nothing is read back: a PNG's chunks (the one format whose
 /// validation must see every byte) are walked here too, so its validation reads only the head
-/// of the file. Two lanes, chosen by the key, keep two
-/// cores busy with several large bodies arriving at once.
+/// of the file. Two lanes keep two cores busy with several large bodies arriving at once; a body
+/// goes to the one with fewer in progress (``SpillLanes``).
 ///
 /// Chunks of one body run in order on its lane. The loop learns of a failed write at its next
 /// chunk (``failure``) and stops the transfer then; the publisher learns of it at ``finish(tail:)``.
@@ -31,6 +31,10 @@ import Glibc
 actor BodySpill {
     /// The lane the spill's work runs on, in order.
     nonisolated let lane: QueueExecutor
+    /// The lanes, and this body's among them: given back once, when the body is done.
+    private nonisolated let lanes: SpillLanes
+    private nonisolated let laneIndex: Int
+    private nonisolated let isLaneGivenBack = Atomic<Bool>(false)
     private nonisolated let cache: CacheDirectory
     private nonisolated let key: CacheKey
     private nonisolated let gate: SpillGate
@@ -46,8 +50,11 @@ actor BodySpill {
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { lane.asUnownedSerialExecutor() }
 
-    init(lane: QueueExecutor, cache: CacheDirectory, key: CacheKey, declaredLength: Int?, gate: SpillGate) {
-        self.lane = lane
+    /// A spill on the lane of `lanes` with the fewest bodies in progress.
+    init(lanes: SpillLanes, cache: CacheDirectory, key: CacheKey, declaredLength: Int?, gate: SpillGate) {
+        self.lanes = lanes
+        laneIndex = lanes.take()
+        lane = lanes.executors[laneIndex]
         self.cache = cache
         self.key = key
         self.declaredLength = declaredLength
@@ -78,6 +85,7 @@ actor BodySpill {
     /// returns the complete temp file with the body's digest and its PNG walk, if one was made.
     /// Throws the first write failure; the file is then removed.
     func finish(tail: [UInt8]) throws(StoreError) -> (file: TempFile, digest: SHA256Digest, walk: PNGArrivalWalk?) {
+        defer { giveBackLane() }
         do throws(StoreError) {
             if let failure { throw failure }
             try write(tail)
@@ -97,6 +105,14 @@ actor BodySpill {
     nonisolated func discard() {
         isDiscarded.store(true, ordering: .relaxed)
         lane.queue.sync { assumeIsolated { $0.file?.discard() } }
+        giveBackLane()
+    }
+
+    deinit { giveBackLane() }  // a spill dropped without either (the engine stopped)
+
+    /// Counts the body out of its lane, once (a body both finished and discarded counts once).
+    private nonisolated func giveBackLane() {
+        if !isLaneGivenBack.exchange(true, ordering: .relaxed) { lanes.giveBack(laneIndex) }
     }
 
     private func write(_ bytes: [UInt8]) throws(StoreError) {
