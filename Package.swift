@@ -46,9 +46,16 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
 
         // MARK: Layers.
-        /// Value types and pure logic: URLs and cache keys, image validation, link lists, sizes.
+        /// What `imgctl` shares with the daemon and nothing more: sizes and durations, text
+        /// escaping, base64, SHA-256, Unix socket addresses, the version. No Foundation and no C
+        /// library but libcrypto, so `imgctl` loads neither libcurl (and its ~30 libraries) nor
+        /// ISA-L. ImgdCore re-exports it.
         .target(
-            name: "ImgdCore", dependencies: ["CCurlShim", "COpenSSL", "CISAL"],
+            name: "ImgdBase", dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings),
+        /// Value types and pure logic: URLs and cache keys, image validation, link lists.
+        .target(
+            name: "ImgdCore", dependencies: ["ImgdBase", "CCurlShim", "COpenSSL", "CISAL"],
             swiftSettings: swiftSettings),
         /// The cache: the folder on disk (layout, temp files, publishing by rename), its SQLite
         /// index, eviction, and the memory tier.
@@ -108,7 +115,7 @@ let package = Package(
         .target(
             name: "ImgctlCLI",
             dependencies: [
-                "ImgdCore", "ImgdProtocol",
+                "ImgdBase", "ImgdProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

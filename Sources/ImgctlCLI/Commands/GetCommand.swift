@@ -1,7 +1,10 @@
 import ArgumentParser
-import Foundation
-import ImgdCore
+import ImgdBase
 import ImgdProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `imgctl get URL`: the cached file's path, fetching the image first if needed; or, with `-o`,
 /// the image's bytes.
