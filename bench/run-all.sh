@@ -11,6 +11,7 @@
 #   ready     bench/ready-bench.sh                      (--quick: --quick)
 #   memory    bench/memory-bench.sh                     (--quick: --quick)
 #   index     bench/index-bench.sh                      (--quick: --entries 100000)
+#   start     bench/start-bench.sh                      (--quick: --quick)
 #
 # Environment: IMGD, IMGCTL (binaries to use; otherwise built once here with
 # `swift build -c release` into .build), PYTHON. Runs as root. Exit status 1 when any failed.
@@ -21,12 +22,12 @@ LOG_TAG=run-all
 # shellcheck source=lib.sh
 source "$BENCH_DIR/lib.sh"
 QUICK=0
-ONLY=prefetch,https,lookup,ready,memory,index
+ONLY=prefetch,https,lookup,ready,memory,index,start
 LOGS=$BENCH_DIR/work/run-all
 ORIG_ARGS="$*"
 STEP_PID=""
 
-usage() { script_header 16; }
+usage() { script_header 17; }
 
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -37,8 +38,8 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-[[ $ONLY =~ ^(prefetch|https|lookup|ready|memory|index)(,(prefetch|https|lookup|ready|memory|index))*$ ]] \
-    || die "--only wants names among prefetch,https,lookup,ready,memory,index"
+[[ $ONLY =~ ^(prefetch|https|lookup|ready|memory|index|start)(,(prefetch|https|lookup|ready|memory|index|start))*$ ]] \
+    || die "--only wants names among prefetch,https,lookup,ready,memory,index,start"
 require_root "apt-get, mount, nginx, drop_caches"
 mkdir -p "$LOGS"
 
@@ -117,6 +118,7 @@ if wanted index; then
     if [[ $QUICK -eq 1 ]]; then step index "$BENCH_DIR/index-bench.sh" --entries 100000
     else step index "$BENCH_DIR/index-bench.sh"; fi
 fi
+wanted start && step start "$BENCH_DIR/start-bench.sh" "${quick[@]}"
 
 body=$(
     echo "## Suite run"

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ImgdCore
+import ImgdBase
 
 /// `imgctl`: the command-line client of imgd's control socket (Protocol.md, "Control socket").
 public struct ImgctlCommand: ParsableCommand {

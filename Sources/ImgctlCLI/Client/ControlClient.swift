@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ImgdCore
+import ImgdBase
 import ImgdProtocol
 
 /// A blocking client of imgd's control socket: one connection, one request at a time.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ImgdCore
+import ImgdBase
 import ImgdProtocol
 
 /// `imgctl add URL…`: queue URLs for download without waiting for them.

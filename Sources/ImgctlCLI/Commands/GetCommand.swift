@@ -1,7 +1,10 @@
 import ArgumentParser
-import Foundation
-import ImgdCore
+import ImgdBase
 import ImgdProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `imgctl get URL`: the cached file's path, fetching the image first if needed; or, with `-o`,
 /// the image's bytes.
@@ -81,7 +84,7 @@ struct GetCommand: ImgctlSubcommand {
         if let expected = result["bytes"]?.intValue, expected != bytes.count {
             throw .badReply("get: \"data\" holds \(bytes.count) bytes, the reply says \(expected)")
         }
-        if let expected = result["sha256"]?.stringValue, SHA256Digest(of: bytes).hex != expected.lowercased() {
+        if let expected = result["sha256"]?.stringValue, PortableSHA256.hex(of: bytes) != expected.lowercased() {
             throw .badReply("get: the SHA-256 of \"data\" is not the reply's \(expected)")
         }
         return bytes

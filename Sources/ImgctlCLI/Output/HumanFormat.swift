@@ -1,5 +1,4 @@
-import Foundation
-import ImgdCore
+import ImgdBase
 import ImgdProtocol
 
 /// Numbers for people: sizes in binary units, durations in the two largest units, counts with
@@ -53,7 +52,7 @@ public enum HumanFormat {
     /// A moment the daemon reported, for a table: "3m 10s ago" for a number (milliseconds since
     /// the epoch, as `lists` sends `claimed_at`; seconds when too small to be milliseconds), as
     /// given for text (RFC 3339, as the spool's reports write it), "-" for anything else.
-    static func moment(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
+    static func moment(_ value: JSONValue?, now: Double = Double(WallClock.systemMilliseconds()) / 1000) -> String {
         switch value {
         case .string(let text):
             return self.text(text)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ImgdCore
+import ImgdBase
 
 /// An ``OutputSink`` over a file descriptor (stdout, stderr), unbuffered: each write reaches the
 /// descriptor at once, so `imgctl watch | grep` sees every event as it happens.

@@ -1,4 +1,4 @@
-import ImgdCore
+import ImgdBase
 
 #if canImport(Glibc)
 import Glibc
@@ -60,5 +60,27 @@ public struct ImgctlContext {
     static func lstatExists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
+    }
+
+    /// The whole regular file at `path` (a list's report, which the daemon bounds), or nil when
+    /// it cannot be opened or read. Read with plain system calls, as everything in imgctl is:
+    /// Foundation's `FileManager` would load Foundation and ICU at every start.
+    static func contents(of path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(info.st_size))
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { raw in
+                retryingOnInterrupt { read(descriptor, raw.baseAddress, raw.count) }
+            }
+            guard got >= 0 else { return nil }
+            if got == 0 { return bytes }
+            bytes += chunk[..<got]
+        }
     }
 }

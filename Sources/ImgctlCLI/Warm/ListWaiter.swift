@@ -1,4 +1,3 @@
-import Foundation
 import ImgdProtocol
 
 /// `warm --wait`: follows submitted link lists until each has finished, showing progress.
@@ -72,7 +71,7 @@ struct ListWaiter {
     private func report(of name: String) -> JSONValue? {
         guard !ImgctlContext.lstatExists(spool + "/" + name) else { return nil }
         for folder in ["failed", "done"] {
-            if let data = FileManager.default.contents(atPath: "\(spool)/\(folder)/\(name).report.json"),
+            if let data = ImgctlContext.contents(of: "\(spool)/\(folder)/\(name).report.json"),
                 let report = (try? JSONValue(parsing: data)), report["state"]?.stringValue != nil
             {
                 return report

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ImgdCore
+import ImgdBase
 
 /// Drops link lists into the daemon's spool the way Protocol.md asks: each is written in full
 /// under a temporary name the daemon ignores (`.NAME.tmp`: a leading dot and a `.tmp` end),

@@ -1,3 +1,5 @@
+import ImgdBase
+
 /// When a cached entry is due for revalidation (the `refresh` setting, a list's `# refresh:`
 /// header or `refresh` field, `add`'s and `get`'s `refresh` argument).
 public enum RefreshRule: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import COpenSSL
+import ImgdBase
 
 #if canImport(Glibc)
 import Glibc

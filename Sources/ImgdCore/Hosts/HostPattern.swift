@@ -1,3 +1,5 @@
+import ImgdBase
+
 /// Which hosts a `[host."…"]` table of the configuration applies to: one exact host name
 /// (`images.example.com`, an IPv4 literal or a bracketed IPv6 one), or every name below a
 /// domain (`*.example.com`: `a.example.com` and `a.b.example.com`, not `example.com` itself),

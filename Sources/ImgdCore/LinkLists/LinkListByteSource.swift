@@ -1,3 +1,5 @@
+import ImgdBase
+
 #if canImport(Glibc)
 import Glibc
 #endif

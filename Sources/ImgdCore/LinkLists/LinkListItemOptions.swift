@@ -1,3 +1,5 @@
+import ImgdBase
+
 /// What an object item of a JSON link list (or of an `add`) says besides its URL:
 /// `{"url": "…", "key": "…", "sha256": "<64 hex>", "pin": "24h", "priority": "high", "refresh": "1d"}`.
 /// Every field is optional; a plain string item has none.

@@ -1,3 +1,5 @@
+import ImgdBase
+
 /// The name of a cache entry: the SHA-256 of the whole normalised URL.
 ///
 /// Never derived from the URL's last path component or from server headers, so two images

@@ -1,4 +1,5 @@
 import CCurlShim
+import ImgdBase
 
 /// An http(s) URL of an image, parsed and normalised with libcurl's URL API.
 ///

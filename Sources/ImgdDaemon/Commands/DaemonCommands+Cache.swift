@@ -1,4 +1,3 @@
-import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdProtocol

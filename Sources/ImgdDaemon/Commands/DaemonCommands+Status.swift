@@ -1,9 +1,12 @@
-import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdProtocol
 import ImgdStore
 import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension DaemonCommands {
     func status() -> JSONValue {

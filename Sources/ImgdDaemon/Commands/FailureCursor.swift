@@ -1,4 +1,3 @@
-import Foundation
 import ImgdCore
 
 /// Where a page of `failed` ends, handed to the client as `next` and back as `after`. Opaque
@@ -17,15 +16,29 @@ enum FailureCursor: Equatable {
         case .listSeq(let seq): "l:\(seq)"
         case .url(let url): "u:\(url)"
         }
-        return Base64.encode(Array(plain.utf8))
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Self.swapping(Base64.encode(Array(plain.utf8)), ("+", "-"), ("/", "_"), dropping: "=")
+    }
+
+    /// `text` with one ASCII byte put for another, and `dropped` left out: base64 to base64url
+    /// and back, byte by byte.
+    private static func swapping(
+        _ text: String, _ first: (Unicode.Scalar, Unicode.Scalar), _ second: (Unicode.Scalar, Unicode.Scalar),
+        dropping dropped: Unicode.Scalar? = nil
+    ) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if let dropped, byte == UInt8(ascii: dropped) { continue }
+            bytes.append(
+                byte == UInt8(ascii: first.0) ? UInt8(ascii: first.1) : byte == UInt8(ascii: second.0) ? UInt8(ascii: second.1) : byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads a cursor a client sent back as `field`; anything this daemon did not hand out is
     /// `invalid_argument`.
     init(token: String, field: String) throws(ControlError) {
-        let base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let base64 = Self.swapping(token, ("-", "+"), ("_", "/"))
         let bad = ControlError.invalidArgument(field: field, reason: "not a cursor from a \"next\" of this command")
         // Base64.decode skips whitespace, as systemd's text may hold it; a cursor never does.
         guard !base64.utf8.contains(where: { $0 <= 0x20 }), let bytes = Base64.decode(base64),

@@ -1,6 +1,9 @@
-import Foundation
 import ImgdCore
 import ImgdNetwork
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One `[host."pattern"]` table of the configuration file (or of the `headers-file`): settings
 /// for the hosts a pattern names (``HostPattern``: an exact host or `*.example.com`, every port

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import ImgdCore
 import ImgdNetwork
 import ImgdStore
