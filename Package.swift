@@ -59,9 +59,9 @@ let package = Package(
 
         // MARK: Layers.
         /// What `imgctl` shares with the daemon and nothing more: sizes and durations, text
-        /// escaping, base64, a plain-Swift SHA-256, Unix socket addresses, the version. No
-        /// Foundation and no C library, so `imgctl` loads neither libcurl (and its ~30
-        /// libraries) nor ISA-L nor libcrypto. ImgdCore re-exports it.
+        /// escaping, base64, Unix socket addresses, the version. No Foundation and no C
+        /// library, so `imgctl` loads neither libcurl (and its ~30 libraries) nor ISA-L.
+        /// ImgdCore re-exports it.
         .target(name: "ImgdBase", swiftSettings: swiftSettings),
         /// Value types and pure logic: URLs and cache keys, image validation, link lists.
         .target(
@@ -125,7 +125,7 @@ let package = Package(
         .target(
             name: "ImgctlCLI",
             dependencies: [
-                "ImgdBase", "ImgdProtocol",
+                "ImgdBase", "ImgdProtocol", "COpenSSL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

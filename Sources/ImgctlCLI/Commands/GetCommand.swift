@@ -84,7 +84,7 @@ struct GetCommand: ImgctlSubcommand {
         if let expected = result["bytes"]?.intValue, expected != bytes.count {
             throw .badReply("get: \"data\" holds \(bytes.count) bytes, the reply says \(expected)")
         }
-        if let expected = result["sha256"]?.stringValue, PortableSHA256.hex(of: bytes) != expected.lowercased() {
+        if let expected = result["sha256"]?.stringValue, ReplyDigest.hex(of: bytes) != expected.lowercased() {
             throw .badReply("get: the SHA-256 of \"data\" is not the reply's \(expected)")
         }
         return bytes
