@@ -66,7 +66,7 @@ struct DaemonCommands {
     func url(_ field: String = "url") throws(ControlError) -> ImageURL {
         let text = try request.string(field)
         do {
-            return try ImageURL(text)
+            return try services.imageURLs.url(text)
         } catch {
             throw .invalidArgument(field: field, reason: "\(error)")
         }
