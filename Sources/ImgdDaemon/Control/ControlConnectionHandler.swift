@@ -286,9 +286,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     private func run(_ request: ControlRequest) {
         guard let context else { return }
         let handler = settings.handler
-        if let answer = handler.answerAtOnce(request) {
+        if let reply = handler.replyAtOnce(request) {
             waitingRequests -= 1
-            write(ControlLine.reply(id: request.id, answer), isEvent: false)
+            write(reply, isEvent: false)
             return
         }
         isRunning = true
