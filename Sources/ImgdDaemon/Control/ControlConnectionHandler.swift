@@ -419,7 +419,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     /// reading a 5 MiB reply slowly but steadily is seen to make progress, not to stall.
     private func send(_ bytes: ByteBuffer, events: Int) {
         guard let context else { return }
-        settings.metrics.increment(\.writes)
+        settings.metrics.countWrite()
         var rest = bytes
         while rest.readableBytes > 0 {
             let slice = rest.readSlice(length: min(Self.sliceBytes, rest.readableBytes))!
