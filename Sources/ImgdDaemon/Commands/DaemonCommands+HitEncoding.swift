@@ -24,8 +24,13 @@ extension DaemonCommands {
         line.writeJSONValue(entry.height.map { JSONValue($0) } ?? .null)
         line.writeStaticString(",\"path\":")
         line.writeJSONString(hit.entry.path)
-        line.writeStaticString(",\"sha256\":")
-        line.writeJSONString(entry.sha256.hex)
+        // Hex digits need no escape: written in place, with no String made of them.
+        line.writeStaticString(",\"sha256\":\"")
+        line.writeWithUnsafeMutableBytes(minimumWritableBytes: 64) { out in
+            entry.sha256.writeHex(into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            return 64
+        }
+        line.writeStaticString("\"")
         line.writeStaticString(",\"source\":")
         line.writeJSONString(source.rawValue)
         line.writeStaticString(",\"width\":")
