@@ -10,6 +10,9 @@ struct DaemonCommands {
     let services: DaemonServices
     let request: ControlRequest
 
+    /// `get`'s optional members that shape its image request (kept once: every `get` reads them).
+    static let imageOptionFields = ["key", "sha256", "refresh"]
+
     /// The features `hello` announces.
     static let features = ["subscribe", "pin", "data"]
 
@@ -77,7 +80,7 @@ struct DaemonCommands {
     func imageRequest() throws(ControlError) -> ImageRequest {
         let url = try url()
         var options = LinkListItemOptions()
-        for field in ["key", "sha256", "refresh"] {
+        for field in Self.imageOptionFields {
             guard let text = try request.optionalString(field) else { continue }
             do {
                 try options.set(field, to: text)

@@ -13,9 +13,10 @@ public protocol ControlCommandHandler: Sendable {
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError>
 
     /// The reply to `request` when it is ready at once — no download, nothing that waits — or
-    /// nil to have ``handle(_:)`` answer it. Called first for every request, on the connection's
-    /// event loop, in request order: it skips the hop to a task and back (half the cost of a
-    /// cache hit, measured), so it must be quick and must never wait on anything slow.
+    /// nil to have ``handle(_:)`` answer it. Called first for every request (through
+    /// ``replyAtOnce(_:)``), on the connection's event loop, in request order: it skips the hop
+    /// to a task and back (half the cost of a cache hit, measured), so it must be quick and must
+    /// never wait on anything slow.
     func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>?
 
     /// ``answerAtOnce(_:)``'s reply as the line the server writes (Protocol.md's envelope with
