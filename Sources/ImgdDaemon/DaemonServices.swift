@@ -45,6 +45,8 @@ final class DaemonServices: Sendable {
     let checking = Atomic<Bool>(false)
     /// Where `fsck` runs its check: a queue of its own.
     let checker = CacheChecker()
+    /// URLs parsed for requests, by their text: a `get` of a URL asked before skips the parser.
+    let imageURLs = ImageURLMemo()
     /// The cap the filesystem cannot honour, as found at start or the last reload; nil when it fits.
     let spaceShortfall = Locked<DiskSpaceShortfall?>(nil)
     /// The last reload's failure, shown in `status.degraded`; nil once a reload has applied.

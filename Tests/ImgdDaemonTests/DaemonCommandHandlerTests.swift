@@ -5,6 +5,7 @@ import ImgdCore
 import ImgdProtocol
 import ImgdStore
 import ImgdTestSupport
+import NIOCore
 import Testing
 
 #if canImport(Glibc)
@@ -154,6 +155,31 @@ struct DaemonCommandHandlerTests {
             #expect(Self.keys(try #require(stats["memory"]?.objectValue)) == ["hits", "misses", "purges"])
             #expect(Self.keys(try #require(stats["disk"]?.objectValue)) == ["hits", "misses", "evicted", "expired"])
             #expect(stats["failures"] == .object([:]) && stats["downloads"]?.intValue == 0)
+        }
+    }
+
+    @Test("get's reply at once (a memory hit, a bad argument, a miss) is the line of answerAtOnce's answer, byte for byte")
+    func replyAtOnceLine() async throws {
+        try await Self.withFixture { fixture in
+            let url = JSONValue.string(fixture.server.url("/img/at-once.png?w=9&h=7"))
+            _ = try await fixture.object("get", ["url": url])
+            #expect(await eventually(timeout: .seconds(10)) {
+                fixture.handler.answerAtOnce(ControlRequest(id: 1, command: "get", arguments: ["url": url])) != nil
+            })
+            let cases: [(JSONValue, [String: JSONValue])] = [
+                (1, ["url": url]), ("x\"y", ["url": url, "data": true]), (.null, ["url": url, "fetch": false]),
+                (2, ["url": 7]), (3, ["url": url, "data": "yes"]),
+            ]
+            for (id, arguments) in cases {
+                let request = ControlRequest(id: id, command: "get", arguments: arguments, peer: Fixture.root)
+                let line = try #require(fixture.handler.replyAtOnce(request), "\(arguments)")
+                let answer = try #require(fixture.handler.answerAtOnce(request))
+                #expect(String(buffer: line) == String(buffer: ControlLine.reply(id: id, answer)), "\(arguments)")
+            }
+            let missing = ControlRequest(id: 4, command: "get", arguments: ["url": .string(fixture.server.url("/img/none.png"))])
+            #expect(fixture.handler.replyAtOnce(missing) == nil && fixture.handler.answerAtOnce(missing) == nil)
+            let ping = ControlRequest(id: 5, command: "ping")
+            #expect(fixture.handler.replyAtOnce(ping).map { String(buffer: $0) } == #"{"id":5,"ok":true,"result":{"pong":true}}"# + "\n")
         }
     }
 

@@ -1,5 +1,6 @@
 import ImgdCore
 import ImgdProtocol
+import NIOCore
 
 /// The daemon's commands (Protocol.md, *Commands*), run for the control server. Commands that
 /// change state are logged with the peer that sent them.
@@ -20,6 +21,24 @@ final class DaemonCommandHandler: ControlCommandHandler {
             return try commands.answerAtOnce().map { .success($0) }
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// ``answerAtOnce(_:)``'s reply as a line; a memory hit's result is written straight into
+    /// it (``DaemonCommands/writeJSON(_:source:data:into:)``), the same bytes.
+    func replyAtOnce(_ request: ControlRequest) -> ByteBuffer? {
+        guard request.command == "get" else {
+            return answerAtOnce(request).map { ControlLine.reply(id: request.id, $0) }
+        }
+        guard let services = services.withLock({ $0 }) else { return nil }
+        let commands = DaemonCommands(services: services, request: request)
+        do {
+            guard let answer = try commands.cachedHit(tier: .memory) else { return nil }
+            return ControlLine.reply(id: request.id) { line in
+                DaemonCommands.writeJSON(answer.hit, source: answer.hit.source, data: answer.withData, into: &line)
+            }
+        } catch {
+            return ControlLine.reply(id: request.id, .failure(error))
         }
     }
 

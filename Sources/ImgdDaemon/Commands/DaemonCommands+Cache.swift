@@ -9,6 +9,18 @@ extension DaemonCommands {
     /// miss. The memory tier is asked by ``answerAtOnce()``, on the event loop; `get()`, which
     /// runs only when that found nothing, asks the disk tier.
     func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
+        try cachedHit(tier: tier).map { Self.json($0.hit, source: $0.hit.source, data: $0.withData) }
+    }
+
+    /// A `get` answered by a tier: the hit, and whether its bytes go in the reply (`data`).
+    struct TierAnswer {
+        let hit: CacheHit
+        let withData: Bool
+    }
+
+    /// What ``cachedImage(tier:)`` answers, before it is made JSON: counted as a get and a hit;
+    /// nil, and nothing counted, on a miss.
+    func cachedHit(tier: CacheSource) throws(ControlError) -> TierAnswer? {
         let image = try imageRequest()
         let data = try request.bool("data", default: false)
         let need: CacheNeed = data ? .bytes : .file
@@ -33,7 +45,7 @@ extension DaemonCommands {
             counters.gets += 1
             if hit.source == .disk { counters.diskHits += 1 }
         }
-        return Self.json(hit, source: hit.source, data: need == .bytes)
+        return TierAnswer(hit: hit, withData: need == .bytes)
     }
 
     /// Whether `hit` is the image `image` asks for: any entry under its key, or only one with

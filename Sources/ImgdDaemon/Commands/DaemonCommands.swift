@@ -9,6 +9,9 @@ struct DaemonCommands {
     let services: DaemonServices
     let request: ControlRequest
 
+    /// `get`'s optional members that shape its image request (kept once: every `get` reads them).
+    static let imageOptionFields = ["key", "sha256", "refresh"]
+
     /// The features `hello` announces.
     static let features = ["subscribe", "pin", "data"]
 
@@ -65,7 +68,7 @@ struct DaemonCommands {
     func url(_ field: String = "url") throws(ControlError) -> ImageURL {
         let text = try request.string(field)
         do {
-            return try ImageURL(text)
+            return try services.imageURLs.url(text)
         } catch {
             throw .invalidArgument(field: field, reason: "\(error)")
         }
@@ -76,7 +79,7 @@ struct DaemonCommands {
     func imageRequest() throws(ControlError) -> ImageRequest {
         let url = try url()
         var options = LinkListItemOptions()
-        for field in ["key", "sha256", "refresh"] {
+        for field in Self.imageOptionFields {
             guard let text = try request.optionalString(field) else { continue }
             do {
                 try options.set(field, to: text)

@@ -1,4 +1,5 @@
 import ImgdProtocol
+import NIOCore
 
 /// Runs the daemon's commands for the control server. The server parses lines, keeps replies
 /// in order and handles `subscribe` itself; every other request, with its peer, comes here.
@@ -12,13 +13,25 @@ public protocol ControlCommandHandler: Sendable {
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError>
 
     /// The reply to `request` when it is ready at once — no download, nothing that waits — or
-    /// nil to have ``handle(_:)`` answer it. Called first for every request, on the connection's
-    /// event loop, in request order: it skips the hop to a task and back (half the cost of a
-    /// cache hit, measured), so it must be quick and must never wait on anything slow.
+    /// nil to have ``handle(_:)`` answer it. Called first for every request (through
+    /// ``replyAtOnce(_:)``), on the connection's event loop, in request order: it skips the hop
+    /// to a task and back (half the cost of a cache hit, measured), so it must be quick and must
+    /// never wait on anything slow.
     func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>?
+
+    /// ``answerAtOnce(_:)``'s reply as the line the server writes (Protocol.md's envelope with
+    /// the request's `id`), or nil to have ``handle(_:)`` answer. The server calls this one; a
+    /// handler may encode a frequent answer straight into the line, skipping the `JSONValue`,
+    /// as long as the bytes are those ``answerAtOnce(_:)``'s value would give.
+    func replyAtOnce(_ request: ControlRequest) -> ByteBuffer?
 }
 
 extension ControlCommandHandler {
     /// Nothing is answered at once: every request goes to ``handle(_:)``.
     public func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>? { nil }
+
+    /// ``answerAtOnce(_:)``'s value, encoded.
+    public func replyAtOnce(_ request: ControlRequest) -> ByteBuffer? {
+        answerAtOnce(request).map { ControlLine.reply(id: request.id, $0) }
+    }
 }

@@ -286,9 +286,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     private func run(_ request: ControlRequest) {
         guard let context else { return }
         let handler = settings.handler
-        if let answer = handler.answerAtOnce(request) {
+        if let reply = handler.replyAtOnce(request) {
             waitingRequests -= 1
-            write(ControlLine.reply(id: request.id, answer), isEvent: false)
+            write(reply, isEvent: false)
             return
         }
         isRunning = true
@@ -419,7 +419,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     /// reading a 5 MiB reply slowly but steadily is seen to make progress, not to stall.
     private func send(_ bytes: ByteBuffer, events: Int) {
         guard let context else { return }
-        settings.metrics.increment(\.writes)
+        settings.metrics.countWrite()
         var rest = bytes
         while rest.readableBytes > 0 {
             let slice = rest.readSlice(length: min(Self.sliceBytes, rest.readableBytes))!

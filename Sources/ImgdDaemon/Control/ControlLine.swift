@@ -29,6 +29,18 @@ enum ControlLine {
         return line
     }
 
+    /// A success reply whose `result` `writeResult` writes as JSON: the same line as
+    /// ``reply(id:_:)`` with `.success`, for a result encoded without a `JSONValue`.
+    static func reply(id: JSONValue, writingResult writeResult: (inout ByteBuffer) -> Void) -> ByteBuffer {
+        var line = ControlLine.allocator.buffer(capacity: 512)
+        line.writeStaticString("{\"id\":")
+        line.writeJSONValue(id)
+        line.writeStaticString(",\"ok\":true,\"result\":")
+        writeResult(&line)
+        line.writeStaticString("}\n")
+        return line
+    }
+
     private static let allocator = ByteBufferAllocator()
 
     /// A failure reply.

@@ -54,7 +54,7 @@ struct ControlLineDecoder: ByteToMessageDecoder {
             return .needMoreData
         }
         if !Self.isBlank(line) {
-            metrics.increment(\.linesRead)
+            metrics.countLineRead()
             context.fireChannelRead(wrapInboundOut(.line(line)))
         }
         return .continue
@@ -68,7 +68,7 @@ struct ControlLineDecoder: ByteToMessageDecoder {
                 line.moveWriterIndex(to: line.writerIndex - 1)
             }
             if line.readableBytes <= maxLineBytes, !Self.isBlank(line) {
-                metrics.increment(\.linesRead)
+                metrics.countLineRead()
                 context.fireChannelRead(wrapInboundOut(.line(line)))
             }
         }

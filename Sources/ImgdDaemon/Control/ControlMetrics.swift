@@ -1,4 +1,5 @@
 import ImgdCore
+import Synchronization
 
 /// High-water marks and counts of one control server, so tests can check that its buffers stay
 /// bounded. Written from the connections' event loops, read from anywhere.
@@ -22,10 +23,30 @@ final class ControlMetrics: Sendable {
         var writes = 0
     }
 
-    /// The only state: plain counters, each update a few instructions under the lock.
+    /// The counters of rare events and the high-water marks (only a new mark touches them):
+    /// each update a few instructions under the lock.
     private let state = Locked(Snapshot())
+    /// ``Snapshot/linesRead`` and ``Snapshot/writes``: counted once per request and per batch
+    /// of replies by every event loop, so atomics, not the lock the loops would contend for.
+    private let lines = Atomic<Int>(0)
+    private let writeCount = Atomic<Int>(0)
 
-    var snapshot: Snapshot { state.withLock { $0 } }
+    var snapshot: Snapshot {
+        var snapshot = state.withLock { $0 }
+        snapshot.linesRead = lines.load(ordering: .relaxed)
+        snapshot.writes = writeCount.load(ordering: .relaxed)
+        return snapshot
+    }
+
+    /// A line was read (``Snapshot/linesRead``).
+    func countLineRead() {
+        lines.add(1, ordering: .relaxed)
+    }
+
+    /// A write was handed to a channel (``Snapshot/writes``).
+    func countWrite() {
+        writeCount.add(1, ordering: .relaxed)
+    }
 
     func recordMaximum(_ field: WritableKeyPath<Snapshot, Int>, _ value: Int) {
         state.withLock { snapshot in

@@ -143,7 +143,10 @@ private struct JSONParser {
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enterContainer()
         index += 1
+        // Room for a request's members (id, cmd and a few arguments) from the start: grown
+        // one member at a time, a dictionary is reallocated twice on the way to four.
         var members: [String: JSONValue] = [:]
+        members.reserveCapacity(6)
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1

@@ -1,21 +1,23 @@
 /// Values by key in recency order, with O(1) lookup, insert, touch and removal: a dictionary
 /// from key to slot, and a doubly linked list threaded through an array of slots by index.
 ///
-/// Indices instead of class nodes keep it one allocation (plus the values) and free of
-/// reference counting; freed slots are reused before the array grows. Not thread-safe: its
-/// owner guards it (``MemoryCache`` holds it inside its mutex).
+/// Indices instead of class nodes keep it a few allocations (plus the values) and free of
+/// reference counting; freed slots are reused before the array grows. The links live in arrays
+/// of their own, beside the nodes: moving a node to the newest end (every hit) then touches
+/// integers only, never copies a node (its key and value, with their reference counts).
+/// Not thread-safe: its owner guards it (``MemoryCache`` holds it inside its mutex).
 struct LRUList<Key: Hashable, Value> {
     private struct Node {
         var key: Key
         var value: Value
         var cost: Int
-        /// The slot of the next more recent node, or -1 at the newest end.
-        var newer: Int
-        /// The slot of the next less recent node, or -1 at the oldest end.
-        var older: Int
     }
 
     private var slots: [Node?] = []
+    /// By slot: the slot of the next more recent node, or -1 at the newest end.
+    private var newer: [Int] = []
+    /// By slot: the slot of the next less recent node, or -1 at the oldest end.
+    private var older: [Int] = []
     private var freeSlots: [Int] = []
     private var slotOfKey: [Key: Int] = [:]
     private var newest = -1
@@ -45,7 +47,7 @@ struct LRUList<Key: Hashable, Value> {
             linkAsNewest(slot)
             return
         }
-        let node = Node(key: key, value: value, cost: cost, newer: -1, older: -1)
+        let node = Node(key: key, value: value, cost: cost)
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
@@ -53,6 +55,8 @@ struct LRUList<Key: Hashable, Value> {
         } else {
             slot = slots.count
             slots.append(node)
+            newer.append(-1)
+            older.append(-1)
         }
         slotOfKey[key] = slot
         totalCost += cost
@@ -81,11 +85,12 @@ struct LRUList<Key: Hashable, Value> {
         var slot = oldest
         while slot >= 0 {
             let node = slots[slot]!
+            let next = newer[slot]
             if node.cost > cost {
                 slotOfKey[node.key] = nil
                 free(slot)
             }
-            slot = node.newer
+            slot = next
         }
     }
 
@@ -93,6 +98,8 @@ struct LRUList<Key: Hashable, Value> {
     /// lower the process's memory, not to keep capacity for later.
     mutating func removeAll() {
         slots = []
+        newer = []
+        older = []
         freeSlots = []
         slotOfKey = [:]
         newest = -1
@@ -109,7 +116,7 @@ struct LRUList<Key: Hashable, Value> {
             let node = slots[slot]!
             precondition(slotOfKey[node.key] == slot, "LRU list and its dictionary disagree")
             result.append((node.key, node.cost))
-            slot = node.older
+            slot = older[slot]
         }
         return result
     }
@@ -122,18 +129,18 @@ struct LRUList<Key: Hashable, Value> {
     }
 
     private mutating func unlink(_ slot: Int) {
-        let newer = slots[slot]!.newer
-        let older = slots[slot]!.older
-        if newer >= 0 { slots[newer]!.older = older } else { newest = older }
-        if older >= 0 { slots[older]!.newer = newer } else { oldest = newer }
-        slots[slot]!.newer = -1
-        slots[slot]!.older = -1
+        let next = newer[slot]
+        let previous = older[slot]
+        if next >= 0 { older[next] = previous } else { newest = previous }
+        if previous >= 0 { newer[previous] = next } else { oldest = next }
+        newer[slot] = -1
+        older[slot] = -1
     }
 
     private mutating func linkAsNewest(_ slot: Int) {
-        slots[slot]!.older = newest
-        slots[slot]!.newer = -1
-        if newest >= 0 { slots[newest]!.newer = slot } else { oldest = slot }
+        older[slot] = newest
+        newer[slot] = -1
+        if newest >= 0 { newer[newest] = slot } else { oldest = slot }
         newest = slot
     }
 }
