@@ -37,7 +37,7 @@ enum ImageFuzzTarget {
             throw FuzzFinding(target: "image", "memory and file sources disagree: \(fromMemory) / \(fromFile)")
         }
         let walked = outcome {
-            try validator.validate(FileByteSource(fileDescriptor: fd, count: body.count), walked: walk(body, pieceSize: pieceSize))
+            try validator.validate(FileByteSource(fileDescriptor: fd, count: body.count), walked: body.withUnsafeBytes { PNGArrivalWalk.walking($0, pieceSize: pieceSize) })
         }
         guard walked == fromFile else {
             throw FuzzFinding(
@@ -72,24 +72,6 @@ enum ImageFuzzTarget {
         } else if case .success(let info) = fromDeclared {
             throw FuzzFinding(
                 target: "image", "a file declared \(declared) bytes but holding \(body.count) validated as \(info)")
-        }
-    }
-
-    /// The chunk walk a spill makes of `body` as it arrives in pieces of `pieceSize` bytes (the
-    /// first at least the 33 bytes a walk starts from), or nil when the body is no PNG.
-    private static func walk(_ body: [UInt8], pieceSize: Int) -> PNGArrivalWalk? {
-        body.withUnsafeBytes { all -> PNGArrivalWalk? in
-            let first = max(33, pieceSize)
-            guard var walk = PNGArrivalWalk(head: UnsafeRawBufferPointer(rebasing: all.prefix(first)), bodyCount: all.count) else {
-                return nil
-            }
-            var offset = 0
-            while offset < all.count {
-                let end = min(all.count, offset + (offset == 0 ? first : pieceSize))
-                walk.feed(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
-                offset = end
-            }
-            return walk
         }
     }
 

@@ -9,21 +9,9 @@ import Testing
 @Suite(.offThePool) struct PNGArrivalWalkTests {
     private let validator = ImageValidator()
 
-    /// The walk of `body` fed in pieces of `pieceSize` bytes (the first at least 33), made for a
-    /// body of `declared` bytes.
+    /// The walk of `body` fed in pieces of `pieceSize` bytes, made for a body of `declared` bytes.
     private func walk(_ body: [UInt8], pieceSize: Int, declared: Int? = nil) -> PNGArrivalWalk? {
-        body.withUnsafeBytes { all -> PNGArrivalWalk? in
-            let first = max(33, pieceSize)
-            guard var walk = PNGArrivalWalk(head: UnsafeRawBufferPointer(rebasing: all.prefix(first)), bodyCount: declared ?? all.count)
-            else { return nil }
-            var offset = 0
-            while offset < all.count {
-                let end = min(all.count, offset + (offset == 0 ? first : pieceSize))
-                walk.feed(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
-                offset = end
-            }
-            return walk
-        }
+        body.withUnsafeBytes { PNGArrivalWalk.walking($0, pieceSize: pieceSize, declaredCount: declared) }
     }
 
     private func outcome(_ validate: () throws -> ImageInfo) -> String {

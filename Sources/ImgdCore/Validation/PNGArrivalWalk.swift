@@ -53,6 +53,23 @@ public struct PNGArrivalWalk: Sendable {
         }
     }
 
+    /// The walk of the whole of `body` fed in pieces of `pieceSize` bytes (the first at least the
+    /// 33 a walk starts from), as a spill lane feeds one, made for a body of `declaredCount`
+    /// bytes (by default `body`'s); nil when `body` is no PNG. For checks of the walk against a
+    /// read of the body: the tests and the image fuzz target.
+    public static func walking(_ body: UnsafeRawBufferPointer, pieceSize: Int, declaredCount: Int? = nil) -> PNGArrivalWalk? {
+        let first = max(33, pieceSize)
+        guard var walk = PNGArrivalWalk(head: UnsafeRawBufferPointer(rebasing: body.prefix(first)), bodyCount: declaredCount ?? body.count)
+        else { return nil }
+        var offset = 0
+        while offset < body.count {
+            let end = min(body.count, offset + (offset == 0 ? first : max(1, pieceSize)))
+            walk.feed(UnsafeRawBufferPointer(rebasing: body[offset..<end]))
+            offset = end
+        }
+        return walk
+    }
+
     /// Whether the walk stands for the whole of a body of `count` bytes.
     func covers(_ count: Int) -> Bool {
         !isAbandoned && count == bodyCount && received == bodyCount
