@@ -122,7 +122,9 @@ final class DaemonServices: Sendable {
         if disk.directory.movedFromTwoLevelLayout > 0 {
             logger.notice("moved \(disk.directory.movedFromTwoLevelLayout) cache files from the two-level folder layout of earlier versions to the one-level layout")
         }
-        if !disk.index.previousShutdownWasClean {
+        if disk.index.previousStopUnsyncedBeforeRestart {
+            logger.notice("the last stop (imgd prefetch) did not sync, and the machine has restarted since: entries are checked before first use")
+        } else if !disk.index.previousShutdownWasClean {
             logger.warning("the last run did not stop cleanly: entries are checked before first use")
         }
         let memory = MemoryCache(limitBytes: config.memoryLimit)

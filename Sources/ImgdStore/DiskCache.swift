@@ -173,6 +173,11 @@ public final class DiskCache: Sendable {
     /// restart (which a power cut before writeback would be) the next start checks entries
     /// before use, as after a crash (``CacheIndex/close(syncedToDisk:)``). Where the boot cannot
     /// be told (no `/proc`), it syncs.
+    ///
+    /// Two costs of not syncing, stated in README ("Power loss"): a writeback that fails later in
+    /// the same boot (an I/O error, a full thin pool) is seen by no later start (`imgd fsck`
+    /// finds its damage); and the first start after a restart checks every entry at first use,
+    /// not only this run's (the generation that marks entries unchecked covers all rows).
     public func close(syncing: Bool = true) throws(SQLiteError) {
         defer { lock.release() }
         if !syncing, BootIdentity.current != nil {

@@ -71,6 +71,33 @@ struct PrefetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("after a restart the daemon says the prefetch's stop did not sync; with --sync a prefetch records no boot at all")
+    func syncFlagAndRestart() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("list.txt", server.url("/img/a.png") + "\n")
+        let run = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache"], in: scratch.path)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        // The machine "restarts": the record names another boot.
+        let index = scratch.path + "/cache/index.sqlite"
+        let edited = try await ChildProcess.run("/usr/bin/sqlite3", [index, "UPDATE meta SET value = value + 1 WHERE name = 'unsynced_stop_boot'"])
+        try #require(edited.status == 0, "\(edited.stderr)")
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--cache", scratch.path + "/cache"])
+        defer { daemon.killIfRunning() }
+        let hit = try await daemon.result(jsonLine(["cmd": "get", "url": server.url("/img/a.png"), "fetch": false]))
+        #expect(hit["source"] as? String == "disk", "checked, and found whole: \(hit)")
+        #expect(daemon.log.contains("did not sync, and the machine has restarted since"), "\(daemon.log)")
+        #expect(!daemon.log.contains("did not stop cleanly"), "\(daemon.log)")
+        #expect(await daemon.stop() == 0)
+
+        let synced = try await BinaryRunner.imgd(["prefetch", "list.txt", "--cache", "cache", "--sync"], in: scratch.path)
+        #expect(synced.status == 0, "stderr: \(synced.stderr)")
+        let meta = try await ChildProcess.run("/usr/bin/sqlite3", [index, "SELECT name, value FROM meta WHERE name IN ('clean', 'unsynced_stop_boot') ORDER BY name"])
+        #expect(meta.stdout == "clean|1\n", "\(meta.stdout) \(meta.stderr)")
+        try await server.shutdown()
+    }
+
     @Test("a cache an earlier version left with another URL's bytes under a URL's key: the first run removes that entry, says so, and fetches the URL again")
     func foreignKeysFromAnEarlierVersion() async throws {
         let server = try await TestHTTPServer.start()

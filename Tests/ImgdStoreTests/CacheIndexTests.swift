@@ -191,6 +191,7 @@ struct CacheIndexTests {
         do {
             let disk = try DiskCache(root: root)
             #expect(disk.index.previousShutdownWasClean)
+            #expect(!disk.index.previousStopUnsyncedBeforeRestart)
             #expect(disk.lookup(kept.key)?.entry.needsVerification == false)
             try disk.close(syncing: false)
         }
@@ -205,6 +206,7 @@ struct CacheIndexTests {
         try Data("pretend pnG".utf8).write(to: URL(fileURLWithPath: root + "/" + lost.key.relativePath))
         let disk = try DiskCache(root: root)
         #expect(!disk.index.previousShutdownWasClean)
+        #expect(disk.index.previousStopUnsyncedBeforeRestart, "the cause is told apart from a crash")
         #expect(disk.lookup(kept.key)?.entry.needsVerification == true, "checked on its first use")
         #expect(disk.lookup(lost.key) == nil)
         // A synced stop vouches for the files across restarts again.

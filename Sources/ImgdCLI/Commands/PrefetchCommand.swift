@@ -66,6 +66,11 @@ struct PrefetchCommand: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: "PEM certificates trusted for https instead of the system's store (a private CA).")
     var caFile: String?
 
+    @Flag(
+        name: .customLong("sync"),
+        help: "Sync the cache's filesystem before exiting, as the daemon's stop does: the entries are then trusted after a restart too (without it they are trusted until the machine restarts, and checked at first use after).")
+    var sync = false
+
     func validate() throws {
         guard !lists.isEmpty else { throw ValidationError("give at least one link list") }
         guard (1...1024).contains(maxParallel) else { throw ValidationError("--max-parallel must be 1–1024") }
@@ -133,10 +138,11 @@ struct PrefetchCommand: AsyncParsableCommand {
         let counts = await PrefetchRun(lists: lists, downloader: downloader, console: console).run()
         await downloader.shutdown()
         do {
-            // Its user waits for the exit: no sync; the stop is clean until the machine restarts.
-            try disk.close(syncing: false)
+            // Its user waits for the exit: no sync unless asked; the stop is then clean until the
+            // machine restarts (DiskCache.close(syncing:)).
+            try disk.close(syncing: sync)
         } catch {
-            console.message("imgd: closing the cache index failed, ignoring (the next start verifies entries): \(error)")
+            console.message("imgd: closing the cache index failed, ignoring (run imgd fsck if the disk reported errors): \(error)")
         }
         console.output(PrefetchRun.summary(counts, lists: lists.count, duration: .now - started))
         if counts.failed > 0 { throw ExitCode(1) }

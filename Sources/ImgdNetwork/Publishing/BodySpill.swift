@@ -24,7 +24,7 @@ import Glibc
 /// Chunks waiting on all lanes together are capped by a ``SpillGate``: when the disk cannot keep
 /// up, the loop waits for it instead of holding the bodies in memory.
 ///
-/// An actor on its lane (a ``QueueExecutor`` shared by the bodies whose keys fall on it): the
+/// An actor on its lane (a ``QueueExecutor`` shared by the bodies ``SpillLanes`` gave it): the
 /// file and the hasher are its own. The loop, which is not async, hands it chunks by enqueueing
 /// on the lane; the failure, which the loop reads, is behind its own lock, and `isDiscarded` is
 /// atomic.
@@ -124,10 +124,12 @@ actor BodySpill {
             if let declaredLength { walk = bytes.withUnsafeBytes { PNGArrivalWalk(head: $0, bodyCount: declaredLength) } }
         }
         self.file = file
+        try file.write(bytes)
+        // Hashed and walked once written: the digest and the walk only ever vouch for bytes the
+        // file holds.
         bytes.withUnsafeBytes { chunk in
             hasher.update(chunk)
             walk?.feed(chunk)
         }
-        try file.write(bytes)
     }
 }

@@ -9,7 +9,9 @@ import Synchronization
 /// gate is full most of the time. Woken at every chunk a lane wrote, the loop took one chunk and
 /// blocked again: two context switches per 64 KiB, most of the loop's off-CPU time in a profile
 /// of 200 large images, and a wake-up on the lane's side each time. Woken at half, it takes 32
-/// chunks in one go while the lanes still have 32 to write.
+/// chunks in one go while the lanes still have 32 to write. The price: on a disk that cannot keep
+/// up, the loop's longest wait is the lanes writing 32 chunks (2 MiB), not one; an on-demand
+/// transfer gets no callbacks meanwhile.
 final class SpillGate: Sendable {
     /// Chunks (of up to 64 KiB each) that may wait: 4 MiB.
     static let limit = 64

@@ -19,8 +19,13 @@ import ImgdCore
 public final class CacheIndex: Sendable {
     /// The index file.
     public let path: String
-    /// False when the previous run did not close the index (a crash, kill -9, power loss).
+    /// False when the previous run did not close the index (a crash, kill -9, power loss), or
+    /// closed it without syncing and the machine has restarted since
+    /// (``previousStopUnsyncedBeforeRestart``).
     public let previousShutdownWasClean: Bool
+    /// True when the previous run closed the index cleanly without syncing its files
+    /// (`imgd prefetch`) and the machine has restarted since: entries are checked at first use.
+    public let previousStopUnsyncedBeforeRestart: Bool
     /// Rows verified (or written) before this generation need verification.
     private let generation: Int
     let writer: Locked<SQLiteConnection>
@@ -77,6 +82,7 @@ public final class CacheIndex: Sendable {
         self.path = path
         let opened = try Self.open(path, carrying: nil)
         self.previousShutdownWasClean = opened.clean
+        self.previousStopUnsyncedBeforeRestart = opened.unsyncedBeforeRestart
         self.generation = opened.generation
         self.writer = Locked(opened.writer)
         self.reader = Locked(try SQLiteConnection(path: path))
@@ -86,7 +92,7 @@ public final class CacheIndex: Sendable {
     /// generation after an unclean shutdown, then marks the index in use. With `carrying`, the
     /// file is a fresh one replacing a lost index, and takes that generation.
     private static func open(_ path: String, carrying: Int?) throws(SQLiteError)
-        -> (writer: SQLiteConnection, clean: Bool, generation: Int)
+        -> (writer: SQLiteConnection, clean: Bool, generation: Int, unsyncedBeforeRestart: Bool)
     {
         let writer = try SQLiteConnection(path: path)
         // WAL with synchronous NORMAL: commits never fsync (a lost row just means a refetch; a
@@ -97,18 +103,22 @@ public final class CacheIndex: Sendable {
         try addFreshnessColumns(writer)
         try migrateToRowidTable(writer)
         try writer.execute(Self.schema)
-        let (clean, generation): (Bool, Int) = try writer.transaction { () throws(SQLiteError) in
+        let (clean, generation, unsyncedBeforeRestart): (Bool, Int, Bool) = try writer.transaction { () throws(SQLiteError) in
             var clean = try Self.meta(writer, "clean") ?? 1
             // A stop that did not sync vouches for its files until the machine restarts.
-            if let boot = try Self.meta(writer, Self.unsyncedBootKey), boot != BootIdentity.current { clean = 0 }
+            var unsyncedBeforeRestart = false
+            if clean != 0, let boot = try Self.meta(writer, Self.unsyncedBootKey), boot != BootIdentity.current {
+                clean = 0
+                unsyncedBeforeRestart = true
+            }
             var generation = try Self.meta(writer, "generation") ?? 1
             if clean == 0 { generation += 1 }
             if let carrying { generation = max(generation, carrying) }
             try Self.setMeta(writer, "generation", generation)
             try Self.setMeta(writer, "clean", 0)
-            return (clean != 0, generation)
+            return (clean != 0, generation, unsyncedBeforeRestart)
         }
-        return (writer, clean, generation)
+        return (writer, clean, generation, unsyncedBeforeRestart)
     }
 
     /// Rebuilds an entries table made `WITHOUT ROWID` (imgd before the rowid table) as a rowid
