@@ -25,23 +25,13 @@ import csv
 import json
 import statistics
 
-from results_md import replace_section
+from results_md import load_meta, replace_section
 
 SCRIPT = "bench/compare.sh"
 THRESHOLD = 0.05
 # Two pairs agree by chance too often on this noisy machine (an A/A run of one binary against
 # itself showed it): a direction is named from three pairs on.
 MIN_PAIRS = 3
-
-
-def load_meta(path: str) -> dict:
-    meta = {}
-    with open(path) as f:
-        for line in f:
-            key, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                meta[key] = value
-    return meta
 
 
 class Figure:

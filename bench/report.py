@@ -19,7 +19,7 @@ import argparse
 import csv
 import statistics
 
-from results_md import replace_section
+from results_md import load_meta, replace_section
 
 DAEMON = "imgd-daemon"
 SCRIPT = "bench/prefetch-bench.sh"
@@ -40,16 +40,6 @@ TOOL_NOTES = [
     "utime+stime of its whole life up to then (start-up included) from /proc/PID/stat, its peak "
     "RSS VmHWM; its report must say done with every URL cached, and it must exit 0 on SIGTERM.",
 ]
-
-
-def load_meta(path: str) -> dict:
-    meta = {}
-    with open(path) as f:
-        for line in f:
-            key, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                meta[key] = value
-    return meta
 
 
 def load_runs(path: str) -> list:

@@ -111,5 +111,17 @@ def main() -> None:
     replace_section(args.results, args.name, args.script, args.body, first=args.first)
 
 
+def load_meta(path: str) -> dict:
+    """A benchmark's meta file (`key=value` lines) as a dictionary."""
+    meta = {}
+    with open(path) as f:
+        for line in f:
+            key, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                meta[key] = value
+    return meta
+
+
 if __name__ == "__main__":
     main()
+
