@@ -29,6 +29,21 @@ struct ImageURLMemoTests {
         #expect(memo.count == 0)
     }
 
+    @Test("a text over the longest kept is parsed, answered the same, and not kept: 4,096 URLs of 8 KiB hold nothing")
+    func longTextsAreNotKept() throws {
+        let memo = ImageURLMemo()
+        let atBound = "http://example.com/" + String(repeating: "a", count: ImageURLMemo.longestKept - 19)
+        let overBound = atBound + "b"
+        #expect(atBound.utf8.count == ImageURLMemo.longestKept)
+        #expect(try memo.url(atBound) == ImageURL(atBound))
+        #expect(memo.count == 1)
+        for index in 0..<100 {
+            let text = overBound + "\(index)" + String(repeating: "c", count: 7000)
+            #expect(try memo.url(text) == ImageURL(text))
+        }
+        #expect(memo.count == 1)
+    }
+
     @Test("it keeps at most its capacity; past it, it starts again and answers the same")
     func bounded() throws {
         let memo = ImageURLMemo(capacity: 8)
