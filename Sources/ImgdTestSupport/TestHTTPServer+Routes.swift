@@ -40,6 +40,9 @@ extension TestHTTPServer {
             var bytes: Int?
             /// `seed=S` (PNG pixels), by default derived from the name.
             var seed: UInt32
+            /// `flip=N`: one bit of byte N flipped after the image was made (damage a CRC catches
+            /// in a PNG); ignored past the end.
+            var flip: Int?
 
             /// The largest dimension accepted, and the largest pixel count (about 12 MB of PNG).
             static let maximumSide = 16_384
@@ -60,6 +63,7 @@ extension TestHTTPServer {
                 bytes = try target.integer("bytes", in: 0...Self.maximumBytes)
                 let derived = Int(Self.fnv1a(name[..<dot]))
                 seed = UInt32(try target.integer("seed", default: derived, in: 0...Int(UInt32.max)) ?? derived)
+                flip = try target.integer("flip", in: 0...Self.maximumBytes)
             }
 
             private static func format(extension ext: Substring) -> Format? {
@@ -82,6 +86,12 @@ extension TestHTTPServer {
             var contentType: String { "image/\(format.rawValue)" }
 
             var body: [UInt8] {
+                var body = undamagedBody
+                if let flip, flip < body.count { body[flip] ^= 0x10 }
+                return body
+            }
+
+            private var undamagedBody: [UInt8] {
                 switch format {
                 case .png:
                     if let bytes {

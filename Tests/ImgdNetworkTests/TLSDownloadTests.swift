@@ -70,6 +70,27 @@ struct TLSDownloadTests {
         }
     }
 
+    @Test(
+        "a large PNG damaged deep inside is corrupt, caught by the walk its spill lane made (declared length) or by reading it back (none); the same image whole then arrives",
+        arguments: [["h2", "http/1.1"], ["http/1.1"]], ["", "&no_cl=1"])
+    func damagedLargePNGThenWhole(protocols: [String], length: String) async throws {
+        let certificates = try await TestCertificates.shared()
+        let tls = TestHTTPServer.TLS(certificates.valid, protocols: protocols)
+        try await withFixture(policy: Self.policy(certificates: certificates), tls: tls) { fixture in
+            // 300 KB: spilled in 64 KiB pieces; the flipped bit lies in the fourth.
+            let damaged = "/img/deep.png?bytes=300000&flip=200000" + length
+            let error = try await fixture.failure(damaged)
+            #expect(error?.code == "corrupt", "\(String(describing: error))")
+            #expect(error?.message.contains("'pADd'") == true, "\(String(describing: error))")
+            #expect(fixture.server.requestCount(damaged) == 1, "corrupt is not retried")
+            let whole = "/img/deep.png?bytes=300000" + length
+            let image = try await fixture.downloader.fetch(try fixture.url(whole))
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: image.path))) == TestHTTPServer.body(for: whole))
+            #expect(fixture.tempFiles.isEmpty)
+            #expect(fixture.server.http2Requests == (protocols.first == "h2" ? 2 : 0))
+        }
+    }
+
     @Test("the per-host cap holds for HTTP/2 streams on one connection")
     func perHostCapOnStreams() async throws {
         let certificates = try await TestCertificates.shared()
