@@ -5,7 +5,7 @@
 # Writes its section of bench/RESULTS.md. See bench/README.md, "Lookup benchmark".
 #
 #   bench/lookup-bench.sh [--quick] [--runs R] [--seconds S] [--clients 1,16,64] [--depth P]
-#                         [--urls N] [--perf] [--no-redis] [--no-results] [--runs-file FILE]
+#                         [--urls N] [--perf] [--no-redis] [--floor] [--no-results] [--runs-file FILE]
 #
 # Environment: IMGD=/path/to/imgd and LOOKUP_BENCH=/path/to/imgd-lookup-bench (otherwise both
 # are built with `swift build -c release`), SCRATCH (SwiftPM's --scratch-path, default .build),
@@ -44,6 +44,9 @@ REDIS_PID=""
 SOCKET=$WORK/imgd/imgd.sock
 REF_SOCKET=$WORK/imgd-ref/imgd.sock
 REDIS_SOCKET=$WORK/redis/redis.sock
+FLOOR=0                         # --floor: also the bare C line server (bench/floor/line_floor.c)
+FLOOR_PID=""
+FLOOR_SOCKET=$WORK/floor/floor.sock
 URL_LIST=""
 REPLY_BYTES=0
 REDIS_HITS=""
@@ -65,6 +68,9 @@ Options:
   --urls N       cached images looked up (default 1000)
   --perf         afterwards, profile imgd (perf record -g) during one 16-client run, not pipelined
   --no-redis     no Redis runs (imgd, and imgd-ref with IMGD_REF, only)
+  --floor        also run the same client against a bare C epoll server that answers every
+                 line with a real hit's reply (bench/floor/line_floor.c): the floor of a
+                 lookup on this machine, beside imgd and Redis in every round
   --no-results   leave bench/RESULTS.md as it is
   --runs-file F  also copy the per-run records (system, clients, depth, run, JSON line) to F
 
@@ -85,6 +91,7 @@ parse_args() {
             --urls) URLS=$2; shift ;;
             --perf) PERF=1 ;;
             --no-redis) NO_REDIS=1 ;;
+            --floor) FLOOR=1 ;;
             --no-results) WRITE_RESULTS=0 ;;
             --runs-file) RUNS_FILE=$2; shift ;;
             -h|--help) usage; exit 0 ;;
@@ -253,6 +260,32 @@ PY
     log "redis-server $(redis_version) on $REDIS_SOCKET, pid $REDIS_PID, $keys keys of $REPLY_BYTES bytes"
 }
 
+# The bare C line server of --floor, answering with what imgd answered for the first URL
+# (its id replaced by each request's).
+start_floor() {
+    command -v cc >/dev/null || apt_install "$WORK/logs/apt.log" gcc
+    mkdir -p "$WORK/floor"
+    cc -O2 -o "$WORK/floor/line-floor" "$BENCH_DIR/floor/line_floor.c" || die "could not build bench/floor/line_floor.c"
+    local tail
+    tail=$(python3 - "$SOCKET" "$(head -1 "$URL_LIST")" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"id": 1, "cmd": "get", "url": sys.argv[2], "fetch": False}).encode() + b"\n")
+reply = b""
+while not reply.endswith(b"\n"):
+    reply += s.recv(65536)
+assert reply.startswith(b'{"id":1,'), reply
+print(reply[len(b'{"id":1'):-1].decode())
+PY
+)
+    "$WORK/floor/line-floor" "$FLOOR_SOCKET" "$tail" </dev/null >"$WORK/logs/floor.log" 2>&1 &
+    FLOOR_PID=$!
+    for _ in $(seq 100); do [[ -S $FLOOR_SOCKET ]] && break; sleep 0.05; done
+    [[ -S $FLOOR_SOCKET ]] || die "the floor server did not start (see $WORK/logs/floor.log)"
+    log "floor: bench/floor/line_floor.c on $FLOOR_SOCKET, pid $FLOOR_PID"
+}
+
 redis_version() { redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'; }
 
 # CPU seconds (user + system) a process has used so far, from /proc/PID/stat.
@@ -264,6 +297,7 @@ cpu_seconds() {
 cleanup() {
     local status=$?
     local pid
+    if [[ -n $FLOOR_PID ]]; then kill -TERM "$FLOOR_PID" 2>/dev/null || true; wait "$FLOOR_PID" 2>/dev/null || true; fi
     for pid in $IMGD_PID $REF_PID; do
         kill -0 "$pid" 2>/dev/null || continue
         kill -TERM "$pid" 2>/dev/null || true      # imgd exits within 5 s of SIGTERM
@@ -285,7 +319,10 @@ cleanup() {
 # A fourth argument, imgd-ref, runs it against the second daemon (IMGD_REF).
 run_imgd() {
     local clients=$1 depth=$2 run=$3 system=${4:-imgd} line rc=0 sock=$SOCKET pid=$IMGD_PID
-    [[ $system == imgd ]] || { sock=$REF_SOCKET; pid=$REF_PID; }
+    case $system in
+        imgd-ref) sock=$REF_SOCKET; pid=$REF_PID ;;
+        floor) sock=$FLOOR_SOCKET; pid=$FLOOR_PID ;;
+    esac
     line=$("$CLIENT_BIN" --socket "$sock" --urls "$URL_LIST" --clients "$clients" --pipeline "$depth" \
         --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" --server-pid "$pid" 2>>"$WORK/logs/client.log") || rc=$?
     if [[ $rc -ne 0 || -z $line ]]; then
@@ -382,6 +419,7 @@ run_all() {
                     [[ -z $REF_BIN ]] || run_imgd "$clients" "$depth" "$run" imgd-ref
                 fi
                 [[ $NO_REDIS -eq 1 ]] || run_redis "$clients" "$depth" "$run" "${REDIS_REQUESTS["$clients $depth"]}"
+                [[ $FLOOR -eq 0 ]] || run_imgd "$clients" "$depth" "$run" floor
             done
         done
     done
@@ -495,6 +533,27 @@ The imgd client used {client_cpu_text} CPU seconds per second (median over runs)
 
 Targets (issue 28):
 """ + "\n".join(verdicts)
+floor_rows = []
+for clients, depth in configs:
+    f = runs.get(("floor", clients, depth), [])
+    if not f:
+        continue
+    i = runs.get(("imgd", clients, depth), [])
+    f_rps, i_rps = median(f, "requests_per_s"), median(i, "requests_per_s")
+    floor_rows.append("| {} | {} | {} | {} | {} | {} | **{}** |".format(
+        clients, "no" if depth == 1 else f"depth {depth}", num(f_rps, ",.0f"), num(median(f, "p99_ms"), ".3f"),
+        num(cpu_per_request(f), ".1f"), num(cpu_per_request(i), ".1f"),
+        num(i_rps / f_rps if i_rps and f_rps else None, ".2f")))
+if floor_rows:
+    body += """
+
+The floor (`--floor`): the same client against `bench/floor/line_floor.c`, a bare single-threaded epoll server that
+answers each line with a real hit's reply (its id replaced) and writes all replies of one read at once: no parsing
+beyond the id, no lookup. What imgd costs above it is its own work per request.
+
+| clients | pipelined | floor req/s | floor p99 ms | floor CPU µs/request | imgd CPU µs/request | imgd/floor req/s |
+|---|---|---|---|---|---|---|
+""" + "\n".join(floor_rows)
 print(results_md.replace_section(results_path, "lookup-bench", "bench/lookup-bench.sh", body))
 PY
 }
@@ -510,6 +569,7 @@ main() {
     start_imgd
     warm_imgd
     [[ $NO_REDIS -eq 1 ]] || start_redis
+    [[ $FLOOR -eq 0 ]] || start_floor
     RUNS_TSV=$WORK/results/runs-$(date -u +%Y%m%dT%H%M%SZ).tsv
     : >"$RUNS_TSV"
     local load_before load_after

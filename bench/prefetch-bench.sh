@@ -79,7 +79,11 @@ Options:
                  With https the results go to their own section of RESULTS.md (prefetch-https),
                  so a plain-only run's section (prefetch-bench) is left as it was.
   --tools LIST   which tools to run, among imgd,imgd-daemon,curl,aria2c,wget2 (default all;
-                 aria2c, which has no HTTP/2, never runs over https)
+                 aria2c, which has no HTTP/2, never runs over https), and the floors (only when
+                 named): floor, floor-digest, floor-digest-2t, a bare libcurl multi loop
+                 (bench/floor/libcurl_floor.c) saving like curl; -digest adds SHA-256 of every
+                 byte and an atomic publish (temporary name, rename); -2t hashes and writes on a
+                 second thread, beside the receive
   --no-results   print the table but leave bench/RESULTS.md as it is (bench/compare.sh)
   --runs-file F  also copy the per-run records (the raw table report.py reads) to F
 
@@ -115,8 +119,8 @@ parse_args() {
         || die "--runs, --small and --large want positive numbers"
     [[ $SETS =~ ^(small|large)(,(small|large))?$ ]] || die "--sets wants small, large or small,large"
     [[ $SCHEMES =~ ^(http|https)(,(http|https))?$ ]] || die "--schemes wants http, https or http,https"
-    [[ $WANT_TOOLS =~ ^(imgd|imgd-daemon|curl|aria2c|wget2)(,(imgd|imgd-daemon|curl|aria2c|wget2))*$ ]] \
-        || die "--tools wants names among imgd,imgd-daemon,curl,aria2c,wget2"
+    [[ $WANT_TOOLS =~ ^(imgd|imgd-daemon|curl|aria2c|wget2|floor|floor-digest|floor-digest-2t)(,(imgd|imgd-daemon|curl|aria2c|wget2|floor|floor-digest|floor-digest-2t))*$ ]] \
+        || die "--tools wants names among imgd,imgd-daemon,curl,aria2c,wget2,floor,floor-digest,floor-digest-2t"
     require_root "apt-get, mount, nginx"
 }
 
@@ -140,6 +144,14 @@ ensure_packages() {
     fi
     apt_install "$WORK/logs/apt.log" "${want[@]}"
     command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
+}
+
+# The bare libcurl loop of the floor tools, built with the system's libcurl and OpenSSL.
+build_floor() {
+    command -v cc >/dev/null || apt_install "$WORK/logs/apt.log" gcc
+    FLOOR_BIN=$WORK/libcurl-floor
+    cc -O2 -o "$FLOOR_BIN" "$BENCH_DIR/floor/libcurl_floor.c" -lcurl -lcrypto -lpthread \
+        || die "could not build bench/floor/libcurl_floor.c (libcurl4-openssl-dev, libssl-dev)"
 }
 
 # --- 2. Work area ------------------------------------------------------------------------
@@ -418,6 +430,12 @@ tool_command() {
             CMD=(aria2c --no-conf -j "$cap" -x1 -i "$LISTS/$set.aria2" -d "$out"
                  --allow-overwrite=true --auto-file-renaming=false
                  --console-log-level=error --summary-interval=0 --show-console-readout=false) ;;
+        floor|floor-digest|floor-digest-2t)
+            local extra=()
+            [[ $tool == floor-digest* ]] && extra+=(--digest --publish)
+            [[ $tool == floor-digest-2t ]] && extra+=(--hash-thread)
+            [[ $SCHEME == https ]] && tls=(--cacert "$CA_FILE" --http2)
+            CMD=("$FLOOR_BIN" --parallel "$cap" --out "$out" "${extra[@]}" "${tls[@]}" "$LISTS/$set.txt") ;;
         wget2)
             # -x -nH: save http://host/s/xx/f.png as OUT/s/xx/f.png (default: OUT/f.png).
             # --no-hsts/--no-hpkp: no database files in $HOME. (TLS session resumption, which
@@ -688,6 +706,11 @@ main() {
     if wanted_tool wget2; then
         if command -v wget2 >/dev/null; then TOOLS+=(wget2); else note "wget2 is not available: not run"; fi
     fi
+    local floor
+    for floor in floor floor-digest floor-digest-2t; do
+        wanted_tool $floor && TOOLS+=($floor)
+    done
+    [[ ${TOOLS[*]} != *floor* ]] || build_floor
     if wanted_scheme https && wanted_tool aria2c; then
         note "aria2c runs over http only: it has no HTTP/2, and its small-set time is fsync latency (see below), which says nothing about TLS"
     fi
@@ -712,6 +735,8 @@ main() {
         probe_protocols "$WORK/results/protocols-$stamp.md"
         report_args=(--section prefetch-https --protocols "$WORK/results/protocols-$stamp.md")
     fi
+    # Floor runs have their own section: they must not replace the peers' tables.
+    [[ ${TOOLS[*]} != *floor* ]] || report_args[1]=prefetch-floor
     local results_args=(--results "$BENCH_DIR/RESULTS.md")
     [[ $WRITE_RESULTS -eq 1 ]] || results_args=()
     LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)

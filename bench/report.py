@@ -251,6 +251,11 @@ def tools_line(meta: dict) -> str:
     for tool in ("curl", "aria2c", "wget2"):
         if tool in ran:
             parts.append(f"{tool} {meta.get(tool)}")
+    floors = [t for t in ran if t.startswith("floor")]
+    if floors:
+        parts.append(f"{', '.join(floors)}: bench/floor/libcurl_floor.c against the same libcurl "
+                     "(floor saves like curl; -digest adds SHA-256 of every byte and a rename; "
+                     "-2t hashes and writes on a second thread)")
     return "- Tools: " + "; ".join(parts)
 
 
@@ -259,6 +264,9 @@ def section(meta: dict, runs: list, rows: list, protocols: str = "") -> str:
     https = "https" in m("schemes", "http").split(",")
     title = ("## Prefetch over HTTPS + HTTP/2 beside plain HTTP: imgd vs curl, wget2" if https
              else "## Prefetch benchmark: imgd vs curl, aria2c, wget2")
+    if any(t.startswith("floor") for t in m("tools", "").split()):
+        title = ("## Floors: a bare libcurl multi loop (bench/floor/libcurl_floor.c) beside imgd and curl"
+                 + (", http and https + HTTP/2" if https else ""))
     server = (f"- Server: nginx {m('nginx')} on 127.0.0.1 (worker_processes 2, sendfile, keep-alive), "
               "corpus in the page cache")
     if https:

@@ -85,10 +85,17 @@ main() {
     url="http://127.0.0.1:$NGINX_PORT/$(cd "$corpus" && find s -name '*.png' | head -1)"
     curl -q -sS --fail -o /dev/null "$url" || die "nginx does not serve $url (see $WORK/nginx/error.log)"
     log "imgd: $IMGD_BIN, imgctl: $IMGCTL_BIN; image $url; $RUNS pairs per row"
-    local base=()
+    local base=() floor=()
     [[ -z $BASE ]] || base=(--base "$(readlink -f "$BASE")")
+    # The floor of an empty prefetch: bench/floor/start_floor.c, C against the same libraries.
+    command -v cc >/dev/null || apt_install "$WORK/apt.log" gcc
+    if cc -O2 -o "$WORK/start-floor" "$BENCH_DIR/floor/start_floor.c" -lcurl -lcrypto -lsqlite3 2>"$WORK/floor-build.log"; then
+        floor=(--floor "$WORK/start-floor")
+    else
+        log "bench/floor/start_floor.c did not build (see $WORK/floor-build.log): no floor row"
+    fi
     IMGD_BENCH_PIDFILE=$WORK/daemon.pid "$PYTHON" "$BENCH_DIR/start_bench.py" --imgd "$IMGD_BIN" \
-        --imgctl "$IMGCTL_BIN" "${base[@]}" --url "$url" --work "$DATA" --runs "$RUNS" --fs "$FS_DESC" \
+        --imgctl "$IMGCTL_BIN" "${base[@]}" "${floor[@]}" --url "$url" --work "$DATA" --runs "$RUNS" --fs "$FS_DESC" \
         --results "$BENCH_DIR/RESULTS.md" --command "bench/start-bench.sh${ORIG_ARGS:+ $ORIG_ARGS}"
 }
 

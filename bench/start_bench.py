@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--imgd", required=True)
     parser.add_argument("--imgctl", required=True)
     parser.add_argument("--base", help="a folder with another build's imgd and imgctl")
+    parser.add_argument("--floor", help="bench/floor/start_floor.c built: the floor of an empty prefetch")
     parser.add_argument("--url", required=True, help="one image nginx serves")
     parser.add_argument("--work", required=True, help="a fresh folder for the daemon, the caches, the outputs")
     parser.add_argument("--runs", type=int, default=20)
@@ -139,6 +140,10 @@ def main() -> None:
         rows.append(row("start and print help", "imgctl --help", "curl --version", paired([args.imgctl, "--help"], ["/usr/bin/curl", "--version"], args.runs)))
         log(f"prefetch of an empty list, {args.runs} pairs")
         rows.append(row("empty list, existing cache", "imgd prefetch EMPTY", "true", paired(prefetch, true, args.runs)))
+        if args.floor:
+            log(f"prefetch of an empty list vs the floor (libcurl, OpenSSL and SQLite loaded and set up), {args.runs} pairs")
+            rows.append(row("empty list, existing cache: the floor", "imgd prefetch EMPTY", "start-floor INDEX",
+                            paired(prefetch, [args.floor, os.path.join(cache, "index.sqlite")], args.runs)))
         if args.base:
             base_imgd, base_imgctl = os.path.join(args.base, "imgd"), os.path.join(args.base, "imgctl")
             log(f"this build against {args.base}, {args.runs} pairs each")
