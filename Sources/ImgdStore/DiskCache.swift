@@ -22,9 +22,12 @@ public final class DiskCache: Sendable {
     /// Every eviction made, by reason, and the observer told of each.
     public let evictions = EvictionLedger()
     /// Where the cache's own upkeep runs, one piece at a time and never on a transfer's or the
-    /// cooperative pool's thread: the maintainer (an actor on this executor) and the room made
-    /// for arriving bodies (``reserveRoom(_:settlingFirst:reply:)``).
+    /// cooperative pool's thread: the maintainer and the room maker, two actors on this executor.
     public let housekeeping = QueueExecutor(label: "imgd.cache-housekeeping")
+    /// Room under the cap for arriving bodies, and space freed when the filesystem is full. The
+    /// room maker keeps no state of its own (the budget and the index are the cache's), and its
+    /// isolation is the housekeeping executor's: any instance serves, and a caller keeps one.
+    public var room: RoomMaker { RoomMaker(cache: self) }
     let lock: CacheLock
     /// Keys whose file is being published and whose row is not recorded yet, with how many
     /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).

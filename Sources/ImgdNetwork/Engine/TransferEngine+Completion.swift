@@ -69,7 +69,7 @@ extension TransferEngine {
             job.retriedForSpace = true
             move(job, to: .waitingForSpace)
             let key = job.key, serial = job.serial
-            disk.freeSpace(Self.spaceToFreeOnENOSPC) { [weak self] in
+            room.freeSpace(Self.spaceToFreeOnENOSPC) { [weak self] in
                 _ = self?.send(.spaceFreed(key, jobSerial: serial))
             }
         case .failure(let error) where error.failureCode == .checksumMismatch && job.attempts < 2:

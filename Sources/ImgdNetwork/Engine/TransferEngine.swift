@@ -44,7 +44,7 @@ final class TransferEngine: @unchecked Sendable {
         case listFailurePage(after: String?, limit: Int, reply: @Sendable (RememberedFailurePage) -> Void)
         /// The publisher's verdict on a job's body.
         case published([PublishOutcome])
-        /// The cache's answer to a transfer's request for room (``DiskCache/reserveRoom(_:settlingFirst:reply:)``):
+        /// The cache's answer to a transfer's request for room (``RoomMaker/reserve(_:settlingFirst:reply:)``):
         /// the job, the transfer that asked, and the bytes now reserved for it, or refused.
         case roomAnswered(CacheKey, transferSerial: UInt64, bytes: Int, granted: Bool)
         /// The cache evicted for a job whose write found the filesystem full: it tries again.
@@ -82,6 +82,8 @@ final class TransferEngine: @unchecked Sendable {
     private(set) var policy: DownloadPolicy
     let cache: CacheDirectory
     let disk: DiskCache
+    /// Room under the cap for transfers that outgrow their reservation (the cache's actor).
+    let room: RoomMaker
     /// Set once in init (it needs `self` for its wake-up call) and never changed.
     private(set) var publisher: BodyPublisher!
     private let inbox = Locked(Inbox())
@@ -150,6 +152,7 @@ final class TransferEngine: @unchecked Sendable {
         failures = FailureMemory(capacity: policy.maxRememberedFailures)
         self.cache = cache.directory
         self.disk = cache
+        self.room = cache.room
         self.publisher = BodyPublisher(
             cache: cache, validator: ImageValidator(maxPixels: policy.maxPixels),
             deliver: { [weak self] outcomes in self?.send(.published(outcomes)) },
@@ -305,7 +308,7 @@ final class TransferEngine: @unchecked Sendable {
         let key = transfer.job.key, serial = transfer.serial
         let publisher = publisher!, budget = disk.budget
         counters.roomRequests += 1
-        disk.reserveRoom(bytes, settlingFirst: { publisher.settle() }) { [weak self] granted in
+        room.reserve(bytes, settlingFirst: { await publisher.settle() }) { [weak self] granted in
             let sent = self?.send(.roomAnswered(key, transferSerial: serial, bytes: bytes, granted: granted)) ?? false
             if !sent, granted { budget.release(bytes) }
         }
@@ -379,7 +382,7 @@ final class TransferEngine: @unchecked Sendable {
         for job in Array(jobs.values) { finish(job, .failure(.cancelled)) }
         // Bodies already with the publisher are published and their rows committed before the
         // engine reports itself stopped: the index is closed (and marked clean) after that.
-        publisher.settle()
+        publisher.settleBlocking()
         multi = nil
         share = nil
         publishStatistics()

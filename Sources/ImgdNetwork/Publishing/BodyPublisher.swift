@@ -142,14 +142,26 @@ actor BodyPublisher {
 
     /// Returns once every body handed over before the call is published (or failed) and its row
     /// committed: the lanes first (a spilled body's result is queued here before its lane goes
-    /// on), then the queue, which is serial, so the commit runs after them. For a transfer
-    /// whose space is held by bodies still waiting for their rows (they become evictable once
-    /// recorded).
+    /// on), then the batch. For a transfer whose space is held by bodies still waiting for their
+    /// rows (they become evictable once recorded): the room maker awaits it on the cache's
+    /// housekeeping executor, which serves other work meanwhile.
     ///
-    /// Called on the cache's housekeeping queue, by a request for room that eviction alone could
-    /// not satisfy. It cannot deadlock: nothing on the lanes or this queue waits for that queue
-    /// or for the loop (outcomes and wake-ups go to the loop's inbox, which never blocks).
-    nonisolated func settle() {
+    /// Each lane is awaited, not blocked on: a marker queued behind the lane's work resumes this
+    /// task, and the resumption is queued here after the results that work queued here, so the
+    /// commit below sees them.
+    func settle() async {
+        guard uncommitted.load(ordering: .relaxed) > 0 else { return }
+        for lane in spillLanes.executors {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in lane.queue.async { done.resume() } }
+        }
+        commit()
+    }
+
+    /// ``settle()`` for the engine's own thread when it stops, which has nothing else to serve
+    /// and is not async: it blocks until the lanes and the queue have done what was handed over.
+    /// It cannot deadlock: nothing on the lanes or this queue waits for the engine's thread
+    /// (outcomes and wake-ups go to its inbox, which never blocks).
+    nonisolated func settleBlocking() {
         guard uncommitted.load(ordering: .relaxed) > 0 else { return }
         drainSpills()
         executor.queue.sync { assumeIsolated { $0.commit() } }

@@ -7,7 +7,7 @@ import Synchronization
 /// streams.
 ///
 /// It only ever takes space that is free: when the cap is reached, the transfer asks the cache
-/// for room (``DiskCache/reserveRoom(_:settlingFirst:reply:)``, which evicts on the cache's own
+/// for room (``RoomMaker/reserve(_:settlingFirst:reply:)``, which evicts on the cache's own
 /// queue) and adopts what it is granted; the transfer thread never evicts.
 ///
 /// Owned by whoever holds the body (the transfer loop, then the publisher); released exactly
