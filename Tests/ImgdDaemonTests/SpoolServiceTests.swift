@@ -166,19 +166,19 @@ struct SpoolServiceTests {
             let report = try fixture.report("mixed.txt", in: "failed")
             #expect((report["failed_by_code"] as? [String: Any])?["http_404"] as? Int == 1, "\(report)")
             #expect((report["failed_by_code"] as? [String: Any])?["bad_url"] as? Int == 1, "\(report)")
-            let failures = try #require(fixture.spool.failures(list: "mixed.txt", afterSeq: 0, limit: 10))
+            let failures = try #require(try fixture.spool.failures(list: "mixed.txt", afterSeq: 0, limit: 10))
             #expect(failures.map { $0.failure.code } == ["http_404", "bad_url"])
             #expect(failures.map { $0.failure.line } == [2, 3])
-            #expect(fixture.spool.failures(list: "nothing.txt", afterSeq: 0, limit: 10) == nil)
+            #expect(try fixture.spool.failures(list: "nothing.txt", afterSeq: 0, limit: 10) == nil)
 
             // retry: only the 404 goes back; the list is taken back from failed/ and finishes again.
-            #expect(await fixture.spool.retry(list: "mixed.txt") == .requeued(1))
+            #expect(try await fixture.spool.retry(list: "mixed.txt") == .requeued(1))
             let again = try #require(await fixture.finished("mixed.txt", time: 2))
             #expect(again.state == .failed && again.cached == 2 && again.failed == 2)
             #expect(server.requestCount("/status/404") == 2, "the failed URL was fetched again (its failure forgotten)")
             #expect(server.requestCount("/img/ok-1.png") == 1, "a cached URL was not")
             #expect(fixture.exists("failed/mixed.txt") && fixture.exists("failed/mixed.txt.report.json"))
-            #expect(await fixture.spool.retry(list: "nothing.txt") == .notFound)
+            #expect(try await fixture.spool.retry(list: "nothing.txt") == .notFound)
         }
     }
 
@@ -188,11 +188,11 @@ struct SpoolServiceTests {
             let held = (0..<5).map { server.url("/img/held-\($0).png?gate=spool-cancel") }
             try fixture.drop("held.txt", held)
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(30)))
-            #expect(await fixture.spool.cancel(list: "other.txt") == .notFound)
-            #expect(await fixture.spool.cancel(list: "held.txt", if: { _ in false }) == .forbidden(owner: getuid()))
+            #expect(try await fixture.spool.cancel(list: "other.txt") == .notFound)
+            #expect(try await fixture.spool.cancel(list: "held.txt", if: { _ in false }) == .forbidden(owner: getuid()))
             #expect(fixture.events.done("held.txt").isEmpty, "a refused cancel ended the list")
 
-            let outcome = await fixture.spool.cancel(list: "held.txt")
+            let outcome = try await fixture.spool.cancel(list: "held.txt")
             #expect(outcome == .cancelled(pending: 5))
             let record = try #require(await fixture.finished("held.txt"))
             #expect(record.state == .cancelled && record.failed == 5 && record.pending == 0)

@@ -26,10 +26,21 @@ extension DaemonCommands {
                 + "\(authority.allowed); \(CommandAuthority.describe(peer)) is none of these")
     }
 
+    /// `lists`: the lists in progress and the last finished ones, from the state database.
+    func lists() async throws(ControlError) -> JSONValue {
+        let spool = services.spool
+        let records = try await fromStateDatabase("reading the lists") { () throws(SQLiteError) in try spool.lists() }
+        return ["lists": .array(records.map(Self.json))]
+    }
+
     func cancel() async throws(ControlError) -> JSONValue {
         if let name = try request.optionalString("list") {
             // Its own list anyone may cancel; another user's only the privileged.
-            switch await services.spool.cancel(list: name, if: mayActOnList) {
+            let spool = services.spool, mayActOnList = mayActOnList
+            let outcome = try await fromStateDatabase("cancelling list \(EchoedText.cut(name))") { () async throws(SQLiteError) in
+                try await spool.cancel(list: name, if: mayActOnList)
+            }
+            switch outcome {
             case .cancelled(let pending):
                 logChange("cancel: list \(EchoedText.cut(name))")
                 return ["cancelled": JSONValue(pending)]
@@ -61,7 +72,11 @@ extension DaemonCommands {
             case .url: throw .invalidArgument(field: "after", reason: "a cursor of the remembered failures, not of a list's")
             }
             // One more than asked, to know whether a next page exists.
-            guard let page = services.spool.failures(list: name, afterSeq: seq, limit: limit + 1) else {
+            let spool = services.spool
+            let found = try await fromStateDatabase("reading the failures of list \(EchoedText.cut(name))") { () throws(SQLiteError) in
+                try spool.failures(list: name, afterSeq: seq, limit: limit + 1)
+            }
+            guard let page = found else {
                 throw .notFound("no list is named \(EchoedText.cut(name))")
             }
             let shown = page.prefix(limit)
@@ -93,7 +108,11 @@ extension DaemonCommands {
         if let name = try request.optionalString("list") {
             // One's own list anyone may retry; another user's only the privileged (a retry takes a
             // turn among the lists warmed and asks that user's hosts again).
-            switch await services.spool.retry(list: name, if: mayActOnList) {
+            let spool = services.spool, mayActOnList = mayActOnList
+            let outcome = try await fromStateDatabase("retrying list \(EchoedText.cut(name))") { () async throws(SQLiteError) in
+                try await spool.retry(list: name, if: mayActOnList)
+            }
+            switch outcome {
             case .requeued(let requeued):
                 logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
                 return ["requeued": JSONValue(requeued)]

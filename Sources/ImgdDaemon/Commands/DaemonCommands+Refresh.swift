@@ -1,6 +1,7 @@
 import ImgdCore
 import ImgdNetwork
 import ImgdProtocol
+import ImgdStore
 
 extension DaemonCommands {
     /// `refresh`: revalidates the cached entries of `urls`, or of the list `list`, now, due or
@@ -12,7 +13,11 @@ extension DaemonCommands {
         let downloader = services.downloader
         var requests: [ImageRequest] = []
         if let name = try request.optionalString("list") {
-            guard let (owner, items) = await services.spool.cachedURLs(ofList: name, limit: config.maxQueued) else {
+            let spool = services.spool, limit = config.maxQueued
+            let found = try await fromStateDatabase("reading the cached URLs of list \(EchoedText.cut(name))") { () async throws(SQLiteError) in
+                try await spool.cachedURLs(ofList: name, limit: limit)
+            }
+            guard let (owner, items) = found else {
                 throw .notFound("no list is named \(EchoedText.cut(name))")
             }
             for item in items {

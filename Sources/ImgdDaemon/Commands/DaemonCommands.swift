@@ -34,7 +34,7 @@ struct DaemonCommands {
         case "get": try await get()
         case "evict": try evict()
         case "purge": try await purge()
-        case "lists": ["lists": .array(services.spool.lists().map(Self.json))]
+        case "lists": try await lists()
         case "cancel": try await cancel()
         case "failed": try await failed()
         case "retry": try await retry()

@@ -39,6 +39,9 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `too_large`: `get` with `data: true` for an image over `max-data-bytes`; the file's
     /// `path` is the way to read it.
     case dataTooLarge(bytes: Int, limit: Int)
+    /// `state_unavailable`: the daemon's state database (the lists and their progress) failed
+    /// to answer `what` (`cause`: the database's error); nothing was done.
+    case stateUnavailable(what: String, cause: String)
     /// Any other code, passed through as given: a download error (`dns`, `http_404`, …).
     case other(code: String, message: String)
 
@@ -56,6 +59,7 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notFound: return "not_found"
         case .queueFull, .queueShareFull: return "queue_full"
         case .dataTooLarge: return FailureCode.tooLarge.rawValue
+        case .stateUnavailable: return "state_unavailable"
         case .other(let code, _): return code
         }
     }
@@ -93,6 +97,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return "uid \(uid) holds its share of the queue (max-queued-share \(percent)%: \(requests) requests, \(bytes) bytes of URLs); nothing of this request was queued: try again once some of yours have finished"
         case .dataTooLarge(let bytes, let limit):
             return "the image is \(bytes) bytes, over the \(limit) bytes returned inline (max-data-bytes); ask without \"data\" and read the file at \"path\""
+        case .stateUnavailable(let what, let cause):
+            return "the state database failed while \(what): \(cause); nothing was done: try again (imgd logs the failure, and its lists wait until the database answers)"
         case .other(_, let message):
             return message
         }

@@ -34,6 +34,8 @@ actor ListClaimer {
     /// junk lines is cut by its bytes, so a claim holds a few MiB whatever the list).
     static let sliceLines = 5000
     static let sliceBytes = 4 << 20
+    /// How long a list the state database failed to record waits to be claimed again.
+    static let stateRetryDelay = DispatchTimeInterval.seconds(1)
 
     // Not private: used by ListClaimer+Refusal.
     let folders: SpoolFolders
@@ -48,6 +50,9 @@ actor ListClaimer {
     private nonisolated let stopRequested = Atomic<Bool>(false)
     /// Folders dropped in the spool and reported in this run: left in place, reported once.
     var reportedFolders: Set<SpoolEntryName> = []
+    /// Lists left in the spool because the state database failed while claiming them: each is
+    /// claimed again every ``stateRetryDelay`` until it works (logged once, when it first fails).
+    var waitingForState: Set<SpoolEntryName> = []
     private nonisolated let limits: Locked<SpoolLimits>
     /// The claim in progress, as `lists` shows it (`claiming`), and whether it is cancelled:
     /// read and marked by `cancel` while the claim holds the actor.
@@ -161,6 +166,7 @@ actor ListClaimer {
         // Looked at before it is opened: opening a FIFO or a device does things.
         var info = stat()
         guard entry.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            waitingForState.remove(entry)
             return  // gone: claimed already (a name can be reported twice) or removed
         }
         if let refusal = Refusal(info) { return refuse(entry, refusal) }
@@ -211,7 +217,7 @@ actor ListClaimer {
                 fileName: name, format: reader.format.rawValue, pinMilliseconds: nil, at: WallClock.nowMilliseconds(),
                 owner: info.st_uid)
         } catch {
-            logger.error("cannot record list \(name), leaving it in the spool: \(error)", metadata: ["list": "\(name)"])
+            claimLater(entry, because: error)
             return
         }
         current.withLock { $0 = CurrentClaim(id: record.id, name: record.name, owner: info.st_uid) }
@@ -222,9 +228,8 @@ actor ListClaimer {
         do {
             reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, total: &total)
         } catch {
-            logger.error("cannot record list \(name), leaving it in the spool: \(error)", metadata: ["list": "\(name)"])
-            try? store.abandonClaim(list: record.id)
-            pruner.schedule()  // its rows
+            abandon(record)
+            claimLater(entry, because: error)
             return
         }
         // A cancel that came after the last read still counts.
@@ -246,8 +251,7 @@ actor ListClaimer {
         }
         guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
             logger.error("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", metadata: ["list": "\(name)"])
-            try? store.abandonClaim(list: record.id)
-            pruner.schedule()  // its rows
+            abandon(record)
             return
         }
         // The move was by name: during the claim the dropper may have put something else under
@@ -263,22 +267,83 @@ actor ListClaimer {
             case .hardLink?, nil: "another file"
             }
             unlinkat(folders.claimed, moved, (claimedInfo.st_mode & S_IFMT) == S_IFDIR ? AT_REMOVEDIR : 0)
-            try? store.abandonClaim(list: record.id)
-            pruner.schedule()  // its rows
+            abandon(record)
             refuseReplaced(name: name, by: kind)
             return
         }
-        try? store.finishClaim(list: record.id)
+        waitingForState.remove(entry)
+        do {
+            try store.finishClaim(list: record.id)
+        } catch {
+            // Harmless: it is warmed all the same, its finish records its state, and a restart
+            // before that finds its file in `.claimed/` and marks it claimed then.
+            logger.warning(
+                "cannot mark list \(name) claimed in the state database, ignoring (it is warmed all the same): \(error)",
+                metadata: ["list": "\(name)"])
+        }
         let cancelled = reading == .cancelled
         if cancelled {
-            cancelledURLs = (try? store.failPending(list: record.id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")) ?? 0
+            do {
+                cancelledURLs = try store.failPending(list: record.id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")
+            } catch {
+                // Its run is cancelled and fails what is still pending when it finishes.
+                cancelledURLs = 0
+                logger.warning(
+                    "cannot fail the URLs of cancelled list \(name) in the state database now (its finish does): \(error)",
+                    metadata: ["list": "\(name)"])
+            }
             logger.info("claim of list \(record.name) cancelled after \(total) lines", metadata: ["list": "\(record.name)"])
         } else {
             logger.info("claimed list \(record.name): \(total) lines", metadata: ["list": "\(record.name)"])
         }
         onEvent(.listClaimed(name: record.name, total: total))
-        guard let claimed = try? store.list(record.id) else { return }
-        onClaimed(claimed, cancelled)
+        handOver(record, cancelled: cancelled)
+    }
+
+    /// Hands the claimed list, read back whole (with what its lines said: pin, refresh), to the
+    /// spool; read again every ``stateRetryDelay`` while the state database fails, since the
+    /// list is in `.claimed/` and nothing else would start it before a restart.
+    private func handOver(_ record: ListRecord, cancelled: Bool, failedBefore: Bool = false) {
+        do {
+            guard let claimed = try store.list(record.id) else { return }  // pruned: a cancel finished it
+            onClaimed(claimed, cancelled)
+        } catch {
+            if !failedBefore {
+                logger.error(
+                    "cannot read claimed list \(record.name) back from the state database: \(error); trying again every second",
+                    metadata: ["list": "\(record.name)"])
+            }
+            executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
+                assumeIsolated { $0.handOver(record, cancelled: cancelled, failedBefore: true) }
+            }
+        }
+    }
+
+    /// Leaves `entry` in the spool after the state database failed to record it (`error`), and
+    /// claims it again in a moment: nothing else would, before a restart (the watcher reports a
+    /// name once). Logged the first time for each list.
+    private func claimLater(_ entry: SpoolEntryName, because error: some Error) {
+        if waitingForState.insert(entry).inserted {
+            logger.error(
+                "cannot record list \(entry.display) in the state database, leaving it in the spool and trying again every second: \(error)",
+                metadata: ["list": "\(entry.display)"])
+        }
+        executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
+            assumeIsolated { $0.claimNow(entry) }
+        }
+    }
+
+    /// Drops a claim that did not complete; its rows go with the next prune. If the state
+    /// database refuses, the half-made claim stays, harmless: the next start drops it.
+    private func abandon(_ record: ListRecord) {
+        do {
+            try store.abandonClaim(list: record.id)
+        } catch {
+            logger.warning(
+                "cannot drop the half-made claim of list \(record.name) from the state database, ignoring (the next start drops it): \(error)",
+                metadata: ["list": "\(record.name)"])
+        }
+        pruner.schedule()  // its rows
     }
 
     /// Streams the list's lines into the database in slices; a list that breaks its syntax part

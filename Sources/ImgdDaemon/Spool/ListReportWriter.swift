@@ -1,4 +1,5 @@
 import ImgdCore
+import ImgdStore
 import Logging
 
 #if canImport(Glibc)
@@ -47,11 +48,13 @@ struct ListReportWriter: Sendable {
         }
     }
 
-    /// The report of a finished list (keys in sorted order, one failure a line).
-    func writeReport(for record: ListRecord, as fileName: String, in folder: Int32) {
-        let failureCounts = (try? store.failureCounts(list: record.id)) ?? [:]
+    /// The report of a finished list (keys in sorted order, one failure a line). Throws when the
+    /// state database cannot give its failures: no report is written then (the finish is tried
+    /// again), rather than one that leaves them out.
+    func writeReport(for record: ListRecord, as fileName: String, in folder: Int32) throws(SQLiteError) {
+        let failureCounts = try store.failureCounts(list: record.id)
         let finishedAt = record.finishedAt ?? record.claimedAt
-        write(as: fileName, in: folder) { json in
+        try write(as: fileName, in: folder) { (json: inout JSONStreamWriter) throws(SQLiteError) in
             json.raw("{\n  \"already_cached\": ")
             json.int(record.alreadyCached)
             json.raw(",\n  \"bytes\": ")
@@ -73,7 +76,7 @@ struct ListReportWriter: Sendable {
             }
             json.raw(failureCounts.isEmpty ? "}" : "\n  }")
             json.raw(",\n  \"failures\": [")
-            let listed = writeFailures(of: record.id, to: &json)
+            let listed = try writeFailures(of: record.id, to: &json)
             json.raw(listed == 0 ? "]" : "\n  ]")
             if record.failed > listed {
                 json.raw(",\n  \"failures_truncated\": ")
@@ -93,12 +96,13 @@ struct ListReportWriter: Sendable {
 
     /// Streams the list's failures, a page at a time, up to ``reportedFailures``. Returns how
     /// many were written.
-    private func writeFailures(of list: Int, to json: inout JSONStreamWriter) -> Int {
+    private func writeFailures(of list: Int, to json: inout JSONStreamWriter) throws(SQLiteError) -> Int {
         var written = 0
         var after = 0
         while written < Self.reportedFailures {
             let limit = min(Self.pageSize, Self.reportedFailures - written)
-            guard let page = try? store.failures(list: list, after: after, limit: limit), let last = page.last else { break }
+            let page = try store.failures(list: list, after: after, limit: limit)
+            guard let last = page.last else { break }
             for failure in page.map(\.failure) {
                 json.raw(written == 0 ? "\n    {\"code\": " : ",\n    {\"code\": ")
                 json.string(failure.code, limit: Self.echoLimit)
@@ -118,8 +122,11 @@ struct ListReportWriter: Sendable {
     }
 
     /// Writes `NAME.report.json` in `folder` through `body`: a temporary file, synced, then
-    /// renamed over any report of the same name.
-    private func write(as name: String, in folder: Int32, _ body: (inout JSONStreamWriter) -> Void) {
+    /// renamed over any report of the same name. When `body` throws, the temporary file goes and
+    /// the error is rethrown: no report is better than one missing what it could not read.
+    private func write<Failure: Error>(
+        as name: String, in folder: Int32, _ body: (inout JSONStreamWriter) throws(Failure) -> Void
+    ) throws(Failure) {
         let temp = ".\(name).report.json.tmp"
         let fd = openat(folder, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o640)
         guard fd >= 0 else {
@@ -127,7 +134,13 @@ struct ListReportWriter: Sendable {
             return
         }
         var json = JSONStreamWriter(fileDescriptor: fd)
-        body(&json)
+        do {
+            try body(&json)
+        } catch {
+            close(fd)
+            unlinkat(folder, temp, 0)
+            throw error
+        }
         json.flush()
         var failure = json.error
         if failure == nil, fsync(fd) != 0 { failure = errno }

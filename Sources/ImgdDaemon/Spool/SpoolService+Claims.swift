@@ -12,9 +12,19 @@ import Glibc
 /// claimer hands over.
 extension SpoolService {
     func resume() {
+        let records: [ListRecord]
+        do {
+            records = try store.lists(finishedLimit: 0)
+        } catch {
+            // Resumed by the retry pass (SpoolService+StateTrouble), before it pumps.
+            stateTrouble.resumeMissed = true
+            stateFailed("reading the lists claimed before the last stop from the state database", error)
+            return
+        }
+        stateTrouble.resumeMissed = false
         // In claim order (`lists` reads the most recent first): the first ones claimed start,
         // up to the cap, and the rest wait their turn as they did before the stop.
-        for record in ((try? store.lists(finishedLimit: 0)) ?? []).sorted(by: { $0.id < $1.id }) {
+        for record in records.sorted(by: { $0.id < $1.id }) {
             switch record.state {
             case .claiming:
                 var info = stat()
@@ -22,11 +32,25 @@ extension SpoolService {
                     // Killed between the move's link and its unlink: the spool still has the
                     // file under its dropped name, which would be refused as a hard link.
                     if info.st_nlink > 1 { removeSpoolLinks(to: info) }
-                    try? store.finishClaim(list: record.id)
+                    do {
+                        try store.finishClaim(list: record.id)
+                    } catch {
+                        // Harmless: it is warmed all the same, and its finish records its state.
+                        logger.warning(
+                            "cannot mark list \(record.name) claimed in the state database, ignoring (it is warmed all the same): \(error)",
+                            metadata: ["list": "\(record.name)"])
+                    }
                     admit(record)
                 } else {
                     // Crashed while recording: the file is still in the spool; claim it anew.
-                    try? store.abandonClaim(list: record.id)
+                    do {
+                        try store.abandonClaim(list: record.id)
+                    } catch {
+                        // Harmless: the half-made claim is looked at again at the next start.
+                        logger.warning(
+                            "cannot drop the half-made claim of list \(record.name) from the state database, ignoring (the next start drops it): \(error)",
+                            metadata: ["list": "\(record.name)"])
+                    }
                 }
             case .active:
                 admit(record)

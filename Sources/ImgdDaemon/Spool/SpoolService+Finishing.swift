@@ -14,9 +14,28 @@ extension SpoolService {
     func finishIfDone(_ id: Int) {
         guard let run = runs[id], run.exhausted, run.outstanding == 0, !stopping else { return }
         flush()
-        guard var record = try? store.list(id) else { return }
+        // A step the state database refuses is taken again by the retry pass, which calls this
+        // again (SpoolService+StateTrouble): each step below may be repeated.
+        var record: ListRecord
+        do {
+            guard let read = try store.list(id) else { return }
+            record = read
+        } catch {
+            stateFailed("reading list \(run.name) from the state database", error, list: run.name)
+            return
+        }
+        if run.cancelled, record.pending > 0, outcomes.isEmpty {
+            // Cancelled while the state database failed (the cancel could not fail them then).
+            do {
+                _ = try store.failPending(list: id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")
+                record = try store.list(id) ?? record
+            } catch {
+                stateFailed("failing the URLs of cancelled list \(record.name) in the state database", error, list: record.name)
+                return
+            }
+        }
         guard record.pending == 0 else {
-            // Outcomes not recorded yet (a write failed): look again after the next flush.
+            // Outcomes not recorded yet (a write failed): the retry pass looks again.
             return
         }
         record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
@@ -33,11 +52,22 @@ extension SpoolService {
             fileName = chosen
         } else {
             fileName = folders.freeName(for: SpoolEntryName.fileName(for: record.name), in: destination)
-            try? store.setFinishedFile(list: id, file: fileName)
+            do {
+                try store.setFinishedFile(list: id, file: fileName)
+            } catch {
+                stateFailed("recording where list \(record.name) goes in the state database", error, list: record.name)
+                return
+            }
         }
+        // Moved already when this is a retry: the name it has there.
         let moved = folders.move(record.claimedFile, from: folders.claimed, to: destination, as: fileName) ?? fileName
-        reports.writeReport(for: record, as: moved, in: destination)
-        try? store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
+        do {
+            try reports.writeReport(for: record, as: moved, in: destination)
+            try store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
+        } catch {
+            stateFailed("finishing list \(record.name) in the state database", error, list: record.name)
+            return
+        }
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil

@@ -77,7 +77,9 @@ extension SpoolService {
     /// and ``WarmingLimits/windowBytes`` of them (but always one when it holds none), so the
     /// lists together stay within `max-queued` and `max-queued-bytes`.
     func pump() {
-        guard !stopping else { return }
+        // While the state database fails, no new URL goes out: each would add an outcome to
+        // keep in memory (see SpoolService+StateTrouble).
+        guard !stopping, !stateTrouble.isFailing else { return }
         let window = warming.window, windowBytes = warming.windowBytes
         for id in runs.keys.sorted() {
             guard var run = runs[id], !run.exhausted, !run.cancelled else { continue }
@@ -86,13 +88,19 @@ extension SpoolService {
             // The items marked `high` first (their own index: none costs nothing), then the rest.
             var rows: [PendingURL] = []
             var high = false
-            if let highCursor = run.highCursor {
-                rows = (try? store.pendingURLs(list: id, after: highCursor, limit: room, high: true)) ?? []
-                high = !rows.isEmpty
-                if !high { run.highCursor = nil }
+            do {
+                if let highCursor = run.highCursor {
+                    rows = try store.pendingURLs(list: id, after: highCursor, limit: room, high: true)
+                    high = !rows.isEmpty
+                    if !high { run.highCursor = nil }
+                }
+                if !high { rows = try store.pendingURLs(list: id, after: run.cursor, limit: room) }
+            } catch {
+                // Not read is not exhausted: read again on the retry.
+                stateFailed("reading the pending URLs of list \(run.name) from the state database", error, list: run.name)
+                return
             }
             if !high {
-                rows = (try? store.pendingURLs(list: id, after: run.cursor, limit: room)) ?? []
                 guard !rows.isEmpty else {
                     run.exhausted = true
                     runs[id] = run
@@ -195,13 +203,27 @@ extension SpoolService {
 
     func flush() {
         guard !outcomes.isEmpty || !pins.isEmpty else { return }
-        do {
-            try store.record(outcomes)
-            outcomes.removeAll(keepingCapacity: true)
-        } catch {
-            logger.error("cannot record list progress (will try again): \(error)")
+        if !outcomes.isEmpty {
+            do {
+                try store.record(outcomes)
+                outcomes.removeAll(keepingCapacity: true)
+            } catch {
+                // Kept, and written by the retry (finishing waits for them).
+                stateFailed("recording the progress of lists in the state database", error)
+            }
         }
-        for pin in pins { try? disk.index.pin(pin.key, until: pin.until) }
-        pins.removeAll()
+        guard !pins.isEmpty else { return }
+        var unpinned: [(key: CacheKey, until: Int)] = []
+        var failure: SQLiteError?
+        for pin in pins {
+            do {
+                try disk.index.pin(pin.key, until: pin.until)
+            } catch {
+                unpinned.append(pin)
+                failure = error
+            }
+        }
+        pins = unpinned
+        if let failure { stateFailed("pinning \(unpinned.count) entries of lists in the cache index", failure) }
     }
 }

@@ -3,6 +3,7 @@ import ImgdCore
 import ImgdNetwork
 import ImgdStore
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -82,6 +83,10 @@ public actor SpoolService {
     var pins: [(key: CacheKey, until: Int)] = []
     var flushScheduled = false
     var stopping = false
+    /// Failures of the state database (or of the index's pins) not yet overcome, and the retry.
+    var stateTrouble = StateTrouble()
+    /// Whether the last read of ``progress`` failed (it is read from any thread).
+    nonisolated let progressReadFailing = Atomic<Bool>(false)
 
     /// A list being warmed.
     struct ListRun {
