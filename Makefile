@@ -75,7 +75,7 @@ smoke: test-deps
 	else IMGD=$$($(SWIFT) build --show-bin-path)/imgd bench/crash-loop.sh --kills 10 \
 	&& $(MAKE) --no-print-directory sanitizer-smoke; fi
 
-# The long proofs (README, "Proofs under faults"). Each has its own build folder.
+# The long proofs (docs/development.md, "Proofs under faults"). Each has its own build folder.
 # make fuzz: every fuzz target under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
 # (default 300); FUZZ_TARGETS picks some, FUZZ_JOBS runs several at once.
 FUZZ_SECONDS ?= 300

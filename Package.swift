@@ -180,6 +180,11 @@ let package = Package(
             // (a CRC-32 over up to 64 MB, byte by byte) on its event loop, in a suite that shares
             // 2 cores between ~16 tests at once; a 40 MB PNG takes 0.60 s unoptimised, 0.18 s so.
             swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        /// The test support itself: its polls and scratch folders, and the test server through
+        /// the real `curl`.
+        .testTarget(
+            name: "ImgdTestSupportTests", dependencies: ["ImgdTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdCoreTests", dependencies: ["ImgdCore", "ImgdTestSupport"],
             swiftSettings: swiftSettings),

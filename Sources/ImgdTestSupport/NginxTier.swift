@@ -45,8 +45,8 @@ public final class NginxTier: Sendable {
     public static func start(caFile: String, http: String? = nil) async throws -> NginxTier {
         // The workers run as nobody when the test runs as root: every folder above the tier's
         // must let them through.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-tier-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let folder = try ScratchFolder("imgd-tier").path
+        chmod(folder, 0o755)
         let port = try freePort()
         let rendered = try await ChildProcess.run("/bin/bash", [renderScript, "--render", folder, "\(port)", caFile])
         guard rendered.status == 0 else {

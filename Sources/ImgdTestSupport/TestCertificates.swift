@@ -40,8 +40,7 @@ public struct TestCertificates: Sendable {
     private static let made = Task { try await make() }
 
     private static func make() async throws -> TestCertificates {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try ScratchFolder("imgd-tls").path
         func openssl(_ step: String, _ arguments: [String]) async throws {
             let output = try await ChildProcess.run("/usr/bin/openssl", arguments, in: folder)
             guard output.status == 0 else { throw Failure(step: step, output: output.stderr) }

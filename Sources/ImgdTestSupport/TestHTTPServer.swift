@@ -206,15 +206,10 @@ public final class TestHTTPServer: Sendable {
         await poll(timeout: timeout) { $0.requestLog.count >= n }
     }
 
-    /// Polls every few milliseconds up to a deadline: the counters change on event-loop threads,
-    /// and polling here spares every caller a sleep.
+    /// Polls the counters (``eventually(timeout:interval:_:)``): they change on event-loop
+    /// threads, and polling here spares every caller a sleep.
     private func poll(timeout: Duration, until condition: (TestHTTPServerState.Counters) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if state.reading(condition) { return true }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        await eventually(timeout: timeout) { state.reading(condition) }
     }
 
     // MARK: Shutdown

@@ -15,8 +15,7 @@ public struct TmpfsMount {
     }()
 
     public init(bytes: Int, inodes: Int? = nil) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-tmpfs-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        path = try ScratchFolder("imgd-tmpfs").path
         guard mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)" + (inodes.map { ",nr_inodes=\($0)" } ?? "")) == 0 else {
             let code = errno
             try? FileManager.default.removeItem(atPath: path)

@@ -32,8 +32,9 @@ struct GetCommandTests {
     func writesFile() throws {
         let server = try Self.dataServer()
         defer { server.stop() }
-        let folder = try temporaryFolder()
-        defer { removeFolder(folder) }
+        let scratch = try ScratchFolder("imgctl-test")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let target = folder + "/out.png"
         try Data("old".utf8).write(to: URL(fileURLWithPath: target))
         let run = ImgctlRun(["get", "--socket", server.path, "-o", target, "http://a.test/x.png"])
@@ -51,8 +52,9 @@ struct GetCommandTests {
         let run = ImgctlRun(["get", "--socket", server.path, "-o", "-", "http://a.test/x.png"])
         #expect(run.status == 0)
         #expect(run.stdout.bytes == Self.image)
-        let folder = try temporaryFolder()
-        defer { removeFolder(folder) }
+        let scratch = try ScratchFolder("imgctl-test")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let json = ImgctlRun(["get", "--socket", server.path, "--json", "-o", folder + "/o.png", "http://a.test/x.png"])
         #expect(json.status == 0)
         let line = try #require(json.stdout.lines.first)
@@ -65,8 +67,9 @@ struct GetCommandTests {
     func checksumMismatch() throws {
         let server = try Self.dataServer(sha256: String(repeating: "0", count: 64))
         defer { server.stop() }
-        let folder = try temporaryFolder()
-        defer { removeFolder(folder) }
+        let scratch = try ScratchFolder("imgctl-test")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let run = ImgctlRun(["get", "--socket", server.path, "-o", folder + "/out.png", "http://a.test/x.png"])
         #expect(run.status == 1)
         #expect(run.stderr.text.contains("SHA-256"))

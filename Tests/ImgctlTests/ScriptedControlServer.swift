@@ -52,9 +52,7 @@ final class ScriptedControlServer: Sendable {
 
     /// Starts listening; `greeting` is sent as soon as a client connects.
     init(greeting: [Action] = [], script: @escaping Script) throws {
-        var template = Array("/tmp/imgctl-test-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.init(rawValue: errno)!) }
-        folder = String(cString: made)
+        folder = try ScratchFolder("imgctl-test").path
         path = folder + "/imgd.sock"
         listener = try Self.listen(at: path)
         self.script = script

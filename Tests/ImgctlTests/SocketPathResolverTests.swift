@@ -30,8 +30,9 @@ struct SocketPathResolverTests {
 
     @Test("nothing at the path: exit 3, the message names the socket tried")
     func missingSocket() throws {
-        let folder = try temporaryFolder()
-        defer { removeFolder(folder) }
+        let scratch = try ScratchFolder("imgctl-test")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let path = folder + "/none.sock"
         let run = ImgctlRun(["status", "--socket", path])
         #expect(run.status == 3)
@@ -52,8 +53,9 @@ struct SocketPathResolverTests {
 
     @Test("a socket file nobody listens on: exit 3, connection refused")
     func refused() throws {
-        let folder = try temporaryFolder()
-        defer { removeFolder(folder) }
+        let scratch = try ScratchFolder("imgctl-test")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let path = folder + "/stale.sock"
         // Bound but never listening: what a crashed daemon leaves behind.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -71,16 +73,4 @@ struct SocketPathResolverTests {
         #expect(run.status == 3)
         #expect(run.stderr.text.contains("longer than a socket address allows"))
     }
-}
-
-/// A fresh folder under /tmp (short: socket paths are limited to 107 bytes).
-func temporaryFolder() throws -> String {
-    var template = Array("/tmp/imgctl-test-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw ImgctlError.local("mkdtemp failed") }
-    return String(cString: made)
-}
-
-/// Removes a folder made by ``temporaryFolder()`` with everything in it.
-func removeFolder(_ path: String) {
-    _ = try? FileManager.default.removeItem(atPath: path)
 }

@@ -12,13 +12,15 @@ struct WarmCommandTests {
 
     /// A spool with the daemon's folders, and a link list to submit.
     struct Fixture {
+        let scratch: ScratchFolder
         let root: String
         let spool: String
         let source: String
         let contents = (1...500).map { "http://img.test/\($0).png" }.joined(separator: "\n") + "\n"
 
         init() throws {
-            root = try temporaryFolder()
+            scratch = try ScratchFolder("imgctl-test")
+            root = scratch.path
             spool = root + "/spool"
             for folder in ["", "/.claimed", "/done", "/failed"] {
                 try FileManager.default.createDirectory(atPath: spool + folder, withIntermediateDirectories: true)
@@ -88,7 +90,7 @@ struct WarmCommandTests {
     @Test("writes .NAME.tmp completely, then renames it to NAME: the final name never shows a partial list")
     func temporaryThenRename() throws {
         let fixture = try Fixture()
-        defer { removeFolder(fixture.root) }
+        defer { fixture.scratch.remove() }
         let server = try Self.daemon(spool: fixture.spool) { _ in [.line(#"RESULT:{"lists":[]}"#)] }
         defer { server.stop() }
         let renames = Locked<[(String, String)]>([])
@@ -121,7 +123,7 @@ struct WarmCommandTests {
     @Test("a taken name gets a numeric suffix before the extension")
     func uniqueNames() throws {
         let fixture = try Fixture()
-        defer { removeFolder(fixture.root) }
+        defer { fixture.scratch.remove() }
         // links.txt waits in the spool, links-1.txt finished earlier, links-2.txt is a recent list.
         try Data("x\n".utf8).write(to: URL(fileURLWithPath: fixture.spool + "/links.txt"))
         try Data("x\n".utf8).write(to: URL(fileURLWithPath: fixture.spool + "/done/links-1.txt"))
@@ -143,7 +145,7 @@ struct WarmCommandTests {
     @Test("--wait: subscribes first, polls lists, prints the summary; exit 0 when done")
     func waitDone() throws {
         let fixture = try Fixture()
-        defer { removeFolder(fixture.root) }
+        defer { fixture.scratch.remove() }
         let server = try Self.daemon(spool: fixture.spool) { ordinal in
             switch ordinal {
             case 1: return [.line(#"RESULT:{"lists":[]}"#)]  // before submitting: the known names
@@ -187,7 +189,7 @@ struct WarmCommandTests {
     @Test("--wait: a failed list exits 1 and shows its failures")
     func waitFailed() throws {
         let fixture = try Fixture()
-        defer { removeFolder(fixture.root) }
+        defer { fixture.scratch.remove() }
         let server = try Self.daemon(spool: fixture.spool) { ordinal in
             ordinal == 1
                 ? [.line(#"RESULT:{"lists":[]}"#)]
@@ -237,7 +239,7 @@ struct WarmCommandTests {
     @Test("an unreadable file is reported; the others are still submitted; exit 1")
     func unreadableFile() throws {
         let fixture = try Fixture()
-        defer { removeFolder(fixture.root) }
+        defer { fixture.scratch.remove() }
         let server = try Self.daemon(spool: fixture.spool) { _ in [.line(#"RESULT:{"lists":[]}"#)] }
         defer { server.stop() }
         let run = ImgctlRun(["warm", "--socket", server.path, fixture.root + "/missing.txt", fixture.source])

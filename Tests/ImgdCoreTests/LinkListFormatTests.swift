@@ -105,8 +105,7 @@ enum LinkListFixture {
 
     /// A new temporary file holding `contents`, named `list-UUID.EXT`.
     static func write(_ contents: [UInt8], fileExtension: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("list-\(UUID().uuidString).\(fileExtension)").path
+        let path = try ScratchFolder("imgd-list").path("list.\(fileExtension)")
         try Data(contents).write(to: URL(fileURLWithPath: path))
         return path
     }

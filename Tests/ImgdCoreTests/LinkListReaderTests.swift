@@ -7,9 +7,10 @@ import Testing
 @Suite("Link lists", .offThePool)
 struct LinkListReaderTests {
     private func entries(of text: [UInt8]) throws -> [LinkListEntry] {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path
+        let scratch = try ScratchFolder("imgd-list")
+        let path = scratch.path("list.txt")
         #expect(FileManager.default.createFile(atPath: path, contents: Data(text)))
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer { scratch.remove() }
         var reader = try LinkListReader(path: path)
         var result: [LinkListEntry] = []
         while let entry = try reader.next() { result.append(entry) }
@@ -64,10 +65,11 @@ struct LinkListReaderTests {
 
     @Test("byteLimit: the reader stops at the limit, as if the file ended there (a line cut by it is the last entry)")
     func byteLimit() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path
+        let scratch = try ScratchFolder("imgd-list")
+        let path = scratch.path("list.txt")
         let text = (1...50_000).map { "http://a.example/\($0).png" }.joined(separator: "\n") + "\n"
         #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer { scratch.remove() }
         // The limit falls inside line 10,001 ("http://a.example/10001.png"), after "http://a.exa".
         let limit = (1...10_000).reduce(0) { $0 + "http://a.example/\($1).png\n".utf8.count } + 12
         var reader = try LinkListReader(fileDescriptor: open(path, O_RDONLY), path: path, byteLimit: limit)
@@ -80,10 +82,11 @@ struct LinkListReaderTests {
 
     @Test("isInterrupted stops a read inside one endless line at the next 64 KiB, with .interrupted")
     func interrupted() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("list-\(UUID().uuidString).txt").path
+        let scratch = try ScratchFolder("imgd-list")
+        let path = scratch.path("list.txt")
         // 8 MiB without a newline: the parser returns no entry while it skips it.
         #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 8 << 20)))
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        defer { scratch.remove() }
         let reads = Atomic<Int>(0)
         var reader = try LinkListReader(fileDescriptor: open(path, O_RDONLY), path: path) {
             reads.add(1, ordering: .relaxed).newValue > 10

@@ -70,8 +70,7 @@ struct LinkListScaleTests {
 
     /// Writes the list in batches, so the writer never holds the whole file either.
     static func writeList(_ shape: Shape) throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("list-\(UUID().uuidString).\(shape.fileExtension)").path
+        let path = try ScratchFolder("imgd-list").path("list.\(shape.fileExtension)")
         guard FileManager.default.createFile(atPath: path, contents: Data(shape.header.utf8)) else {
             throw CocoaError(.fileWriteUnknown)
         }

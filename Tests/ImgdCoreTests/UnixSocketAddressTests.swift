@@ -11,10 +11,7 @@ import Glibc
 struct UnixSocketAddressTests {
     /// A fresh folder for socket files, short enough that its paths fit an address.
     static func makeFolder() throws -> String {
-        var template = Array("/tmp/imgd-sock-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        try #require(made != nil)
-        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        try ScratchFolder("imgd-sock").path
     }
 
     /// A stream socket, closed on exec.

@@ -23,14 +23,14 @@ struct ConfigReloadTests {
     }
 
     static let caFile: String = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reload-ca-\(getpid()).pem").path
+        let path = (try? ScratchFolder("imgd-reload"))?.path("ca.pem") ?? "/nonexistent/ca.pem"
         _ = FileManager.default.createFile(atPath: path, contents: Data("-----BEGIN CERTIFICATE-----\n".utf8))
         return path
     }()
 
     /// A headers file only this process's user may read (empty: no tables).
     static let headersFile: String = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reload-headers-\(getpid()).toml").path
+        let path = (try? ScratchFolder("imgd-reload"))?.path("headers.toml") ?? "/nonexistent/headers.toml"
         _ = FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o600])
         return path
     }()

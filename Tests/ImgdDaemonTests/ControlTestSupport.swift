@@ -132,8 +132,7 @@ struct ControlTestFolder: ~Copyable {
     let path: String
 
     init() throws {
-        path = "/tmp/imgd-control-" + String(UUID().uuidString.prefix(8))
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        path = try ScratchFolder("imgd-control").path
     }
 
     var socketPath: String { path + "/imgd.sock" }

@@ -23,7 +23,7 @@ struct DaemonConfigLoadingTests {
     /// The working directory, as `load` makes relative folders absolute against it.
     static var here: String { FileManager.default.currentDirectoryPath }
 
-    @Test("nothing given: every setting has its documented default (README's table, the types' doc comments)")
+    @Test("nothing given: every setting has its documented default (docs/settings.md's table, the types' doc comments)")
     func defaults() throws {
         let config = try Self.load()
         #expect(config.spool == Self.here + "/imgd-data/spool")

@@ -9,9 +9,9 @@ import Testing
 @Suite("Configuration: settings from the file and flags", .offThePool)
 struct DaemonConfigTests {
     static func scratchFile(_ name: String, _ text: String) -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-config-\(UUID().uuidString)").path
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let path = folder + "/" + name
+        // Not throwing (callers throw ConfigError only): a folder that could not be made shows
+        // as the file missing.
+        let path = (try? ScratchFolder("imgd-config"))?.path(name) ?? "/nonexistent/" + name
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         return path
     }

@@ -9,9 +9,7 @@ import Testing
 @Suite("List store: each list's owner uid", .offThePool)
 struct ListStoreOwnerTests {
     static func scratch() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-owner-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
+        try ScratchFolder("imgd-owner").path
     }
 
     @Test("a claim records the owner given; lists and owner(ofList:) return it")

@@ -11,8 +11,7 @@ import Testing
 struct MemoryPressureServiceTests {
     @Test("a FIFO as MEMORY_PRESSURE_WATCH: one write empties the memory tier before the event is reported, and moves the counters")
     func fifoPurgesTheTier() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-pressure-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try ScratchFolder("imgd-pressure").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let fifo = folder + "/pressure.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)

@@ -4,9 +4,9 @@ import ImgdTestSupport
 import Testing
 
 /// The settings table is the one source of the settings' names, defaults and reloadability:
-/// the defaults it derives are the values the daemon had, and README's table of settings is
-/// the one it generates.
-@Suite("Configuration: each setting declared once, README's table from the declarations", .offThePool)
+/// the defaults it derives are the values the daemon had, and docs/settings.md's table of
+/// settings is the one it generates (``regenerate`` writes it).
+@Suite("Configuration: each setting declared once, docs/settings.md's table from the declarations", .offThePool)
 struct SettingDeclarationTests {
     /// Each setting's default as a flag spells it, as `imgd` has always had them: a default
     /// moved to the type that uses it keeps its value.
@@ -52,24 +52,44 @@ struct SettingDeclarationTests {
         ])
     }
 
-    /// README.md at the package's root.
-    static func readme() throws -> String {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    /// The package's root folder.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A text file under the package's root (`docs/settings.md`).
+    static func document(_ relative: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(relative), encoding: .utf8)
     }
 
-    @Test("README's table of settings is the declarations' (names, defaults, what SIGHUP does, help)")
-    func readmeTableMatches() throws {
-        let lines = try Self.readme().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    /// The command that writes the table into docs/settings.md from the declarations (the same
+    /// test, told to write first, as `IMGD_RECORD_FIXTURES=1` does for imgctl's recorded replies).
+    static let regenerate = "IMGD_WRITE_DOCS=1 swift test --skip-build --filter SettingDeclarationTests"
+
+    /// Whether this run writes the generated texts before checking them.
+    static var writing: Bool { ProcessInfo.processInfo.environment["IMGD_WRITE_DOCS"] == "1" }
+
+    /// The lines of `text` from the table headed `header` to its last row: where it starts and how many.
+    static func table(headed header: String, in lines: [String]) -> (start: Int, count: Int)? {
+        guard let start = lines.firstIndex(of: header) else { return nil }
+        return (start, lines[start...].prefix { $0.hasPrefix("|") }.count)
+    }
+
+    @Test("docs/settings.md's table of settings is the declarations' (names, defaults, what SIGHUP does, help)")
+    func settingsTableMatches() throws {
         let expected = DaemonConfig.settingsMarkdownTable.split(separator: "\n").map(String.init)
-        let start = try #require(
-            lines.firstIndex(of: expected[0]), "README.md has no table headed \(expected[0]); it should hold:\n\(DaemonConfig.settingsMarkdownTable)")
-        let table = Array(lines[start...].prefix { $0.hasPrefix("|") })
-        // Cell by cell, so a failure names the setting and the column; then whole, for the text to paste.
+        var lines = try Self.document("docs/settings.md").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if Self.writing, let (start, count) = Self.table(headed: expected[0], in: lines) {
+            lines.replaceSubrange(start..<start + count, with: expected)
+            try lines.joined(separator: "\n").write(to: Self.root.appendingPathComponent("docs/settings.md"), atomically: true, encoding: .utf8)
+        }
+        let (start, count) = try #require(
+            Self.table(headed: expected[0], in: lines),
+            "docs/settings.md has no table headed \(expected[0]); it should hold:\n\(DaemonConfig.settingsMarkdownTable)")
+        let table = Array(lines[start..<start + count])
+        // Cell by cell, so a failure names the setting and the column; then whole, with the command that writes it.
         func cells(_ row: String) -> [String] {
             row.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         }
-        #expect(table.count == expected.count, "README's table has \(table.count - 2) settings, not \(expected.count - 2)")
+        #expect(table.count == expected.count, "docs/settings.md's table has \(table.count - 2) settings, not \(expected.count - 2)")
         for (found, wanted) in zip(table.dropFirst(2), expected.dropFirst(2)) {
             let (foundCells, wantedCells) = (cells(found), cells(wanted))
             #expect(foundCells.count == wantedCells.count, "\(found)")
@@ -77,15 +97,16 @@ struct SettingDeclarationTests {
                 #expect(have == want, "\(wantedCells[1]): \(column)")
             }
         }
-        #expect(table == expected, "README.md should hold this table:\n\(DaemonConfig.settingsMarkdownTable)")
+        let matches = table == expected  // a Bool: the message, not two whole tables, is what a failure shows
+        #expect(matches, "docs/settings.md's table of settings differs from the declarations; write it anew with: \(Self.regenerate)")
     }
 
-    @Test("README's synopsis of imgd run names every setting's flag once, and no other but --config")
-    func readmeSynopsisMatches() throws {
-        let readme = try Self.readme()
-        let start = try #require(readme.range(of: "imgd [run] "))
-        let end = try #require(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
-        let flags = readme[start.lowerBound..<end.lowerBound].split(whereSeparator: \.isWhitespace)
+    @Test("docs/usage.md's synopsis of imgd run names every setting's flag once, and no other but --config")
+    func synopsisMatches() throws {
+        let usage = try Self.document("docs/usage.md")
+        let start = try #require(usage.range(of: "imgd [run] "))
+        let end = try #require(usage.range(of: "```", range: start.upperBound..<usage.endIndex))
+        let flags = usage[start.lowerBound..<end.lowerBound].split(whereSeparator: \.isWhitespace)
             .filter { $0.hasPrefix("[--") }.map { String($0.dropFirst().prefix { $0 != "]" }) }
         #expect(flags.sorted() == (DaemonConfig.settingNames.map { "--\($0)" } + ["--config"]).sorted())
     }

@@ -24,7 +24,7 @@ struct CrashSafetyTests {
         #expect(finished)
         // An image is reported cached once its row is committed, in a batch a little after its
         // file is in place: the five must survive the kill from then on.
-        let recorded = await eventuallyAsync {
+        let recorded = await eventually(timeout: .seconds(10)) {
             let count = try await ChildProcess.run("/usr/bin/sqlite3", [cacheRoot + "/index.sqlite", "SELECT count(*) FROM entries"])
             return count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(complete.count)"
         }

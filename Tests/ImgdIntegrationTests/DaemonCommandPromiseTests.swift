@@ -49,7 +49,7 @@ struct DaemonCommandPromiseTests {
             #expect(server.requestCount(held) == 2, "the preempted add was asked \(server.requestCount(held)) times: \(server.requestLog)")
             #expect(!events.events.contains { $0.name == "failed" }, "\(events.events.map(\.line))")
             // The engine's counters are a snapshot of its last turn.
-            let preempted = await eventuallyAsync { try await daemon.result(#"{"cmd":"stats"}"#)["preempted"] as? Int == 1 }
+            let preempted = await eventually(timeout: .seconds(10)) { try await daemon.result(#"{"cmd":"stats"}"#)["preempted"] as? Int == 1 }
             #expect(preempted, "stats.preempted is not 1")
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }
@@ -133,7 +133,7 @@ struct DaemonCommandPromiseTests {
             #expect(try await daemon.result(#"{"cmd":"cancel","url":"\#(running)"}"#)["cancelled"] as? Int == 0)
             #expect(server.requestCount(queuedTarget) == 0, "\(server.requestLog)")
             // The engine's counters are a snapshot of its last turn.
-            let counted = await eventuallyAsync { try await daemon.result(#"{"cmd":"stats"}"#)["cancelled"] as? Int == 2 }
+            let counted = await eventually(timeout: .seconds(10)) { try await daemon.result(#"{"cmd":"stats"}"#)["cancelled"] as? Int == 2 }
             #expect(counted, "stats.cancelled is not 2")
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }

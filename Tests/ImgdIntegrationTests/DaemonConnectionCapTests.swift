@@ -29,7 +29,7 @@ struct DaemonConnectionCapTests {
         var subscribers: [EventSubscription] = []
         for _ in 0..<3 {
             var made: EventSubscription?
-            _ = await eventuallyAsync(timeout: .seconds(10)) {
+            _ = await eventually(timeout: .seconds(10)) {
                 made = try await daemon.subscribe()
                 return true
             }
@@ -48,7 +48,7 @@ struct DaemonConnectionCapTests {
 
         // Now all 4 are open: root's next is refused for the total, not for the reserve.
         var refusal = ""
-        let full = await eventuallyAsync(timeout: .seconds(20)) {
+        let full = await eventually(timeout: .seconds(20)) {
             refusal = try await Self.refusal(socket)
             return refusal.contains("too many connections (4)")
         }
@@ -63,7 +63,7 @@ struct DaemonConnectionCapTests {
         watcher.signal(SIGTERM)
         #expect(await watcher.exited(within: .seconds(30)) != nil, "imgctl watch did not stop")
         var served: ChildProcess.Output?
-        let again = await eventuallyAsync(timeout: .seconds(10)) {
+        let again = await eventually(timeout: .seconds(10)) {
             served = try await OtherUser.plain.imgctl(["status"], socket: socket)
             return served?.status == 0
         }

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// The downloader's flags as the README's table states them, through the real daemon and the
+/// The downloader's flags as docs/settings.md's table states them, through the real daemon and the
 /// test server's request log: `--proxy` (every request to the proxy, in absolute form; the
 /// `*_proxy` environment ignored), `--timeout` (one whole attempt) and `--max-body-bytes`
 /// (declared or counted as it streams, never retried).

@@ -190,7 +190,7 @@ struct DaemonKeysAndChecksumsTests {
             let rejected = try #require(added["rejected"] as? [[String: Any]])
             #expect(rejected.count == 1)
             #expect((rejected.first?["message"] as? String)?.contains("bad sha256") == true, "\(rejected)")
-            #expect(await eventuallyAsync(timeout: .seconds(20)) {
+            #expect(await eventually(timeout: .seconds(20)) {
                 (try? await daemon.call(#"{"cmd":"get","url":"http://unused.invalid/x.png","key":"a-two","fetch":false}"#))?["result"] != nil
             })
             let notObject = try await daemon.call(#"{"cmd":"add","urls":[5]}"#)

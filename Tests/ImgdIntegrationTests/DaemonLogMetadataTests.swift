@@ -2,7 +2,7 @@ import Foundation
 import ImgdTestSupport
 import Testing
 
-/// The log's metadata (README, *Logging*): every line about a list ends with its `list=`, every
+/// The log's metadata (docs/usage.md, *Logs*): every line about a list ends with its `list=`, every
 /// change a client makes with its `peer=`, so one grep finds them whatever the text says.
 @Suite("Daemon log metadata (the real imgd)", .serialized, .timeLimit(.minutes(5)), .offThePool)
 struct DaemonLogMetadataTests {

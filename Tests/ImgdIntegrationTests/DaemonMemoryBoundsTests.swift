@@ -32,7 +32,7 @@ struct DaemonMemoryBoundsTests {
         #expect(accepted["accepted"] as? Int == 3, "\(accepted)")
         for index in 0..<3 {
             let url = server.url("/img/ok-\(index).png")
-            let cached = await eventuallyAsync(timeout: .seconds(30)) {
+            let cached = await eventually(timeout: .seconds(30)) {
                 try await connection.call(#"{"cmd":"get","url":"\#(url)","fetch":false}"#)["ok"] as? Bool == true
             }
             #expect(cached, "\(url) was not fetched; log: \(daemon.log)")
@@ -71,11 +71,11 @@ struct DaemonMemoryBoundsTests {
 
         server.openGate("q")
         let after = server.url("/img/after.png")
-        let taken = await eventuallyAsync(timeout: .seconds(30)) {
+        let taken = await eventually(timeout: .seconds(30)) {
             try await connection.call(#"{"cmd":"add","urls":["\#(after)"]}"#)["ok"] as? Bool == true
         }
         #expect(taken, "add still refused after the queue drained; log: \(daemon.log)")
-        let fetched = await eventuallyAsync(timeout: .seconds(30)) {
+        let fetched = await eventually(timeout: .seconds(30)) {
             try await connection.call(#"{"cmd":"get","url":"\#(after)","fetch":false}"#)["ok"] as? Bool == true
         }
         #expect(fetched)
@@ -112,15 +112,15 @@ struct DaemonMemoryBoundsTests {
         #expect(ControlReply.errorMessage(full).contains("max-queued-bytes") && ControlReply.errorMessage(full).contains("nothing of this request"), "\(full)")
 
         server.openGate("b")
-        let fetched = await eventuallyAsync(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-ok-") == 5 }
+        let fetched = await eventually(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-ok-") == 5 }
         #expect(fetched, "log: \(daemon.log)")
         // Once drained, an add of as many is taken; the refused URLs were never requested.
         let later = (0..<4).map { long("long-later-\($0)") }.joined(separator: ",")
-        let taken = await eventuallyAsync(timeout: .seconds(30)) {
+        let taken = await eventually(timeout: .seconds(30)) {
             try await connection.call(#"{"cmd":"add","urls":[\#(later)]}"#)["ok"] as? Bool == true
         }
         #expect(taken, "add still refused after the queue drained; log: \(daemon.log)")
-        #expect(await eventuallyAsync(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-later-") == 4 })
+        #expect(await eventually(timeout: .seconds(30)) { server.requestCount(prefix: "/img/long-later-") == 4 })
         #expect(server.requestCount(prefix: "/img/long-refused-") == 0)
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
     }

@@ -104,7 +104,7 @@ struct DaemonRateCapTests {
             let targets = (0..<30).map { "/img/bg-\($0).png?bytes=1000000" }
             try daemon.drop("bg.txt", targets.map(server.url).joined(separator: "\n") + "\n")
             // The count of pauses, which only grows (`throttled_now` falls at every refill).
-            let throttling = await eventuallyAsync(timeout: .seconds(30)) {
+            let throttling = await eventually(timeout: .seconds(30)) {
                 let stats = try? await daemon.result(#"{"cmd":"stats"}"#)
                 return (stats?["throttled"] as? Int ?? 0) >= 1
             }

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// A reload that fails (README, *Signals*; Protocol.md, `reload`): the running settings stay,
+/// A reload that fails (docs/usage.md, *Signals*; Protocol.md, `reload`): the running settings stay,
 /// `status.degraded` names the failure and its cause until a reload succeeds, and the unit's
 /// `ExecReload=` command — run here exactly as the unit writes it, against the test daemon —
 /// exits non-zero, so `systemctl reload` fails.

@@ -24,9 +24,10 @@ struct DaemonServiceTests {
         try await withRunningServer { server in
             // sd_watchdog_enabled() honours WATCHDOG_USEC only when WATCHDOG_PID is our pid: a
             // shell sets it to its own pid, then becomes imgd (exec keeps the pid).
-            let daemon = try ServiceProcess(
-                "/bin/sh", ["-c", #"export WATCHDOG_PID=$$; exec "$0" "$@""#, BinaryRunner.imgdPath], in: scratch.path,
-                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+            let daemon = try await DaemonProcess.start(
+                in: scratch.path, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"],
+                waitForSocket: false, launcher: ["/bin/sh", "-c", #"export WATCHDOG_PID=$$; exec "$0" "$@""#])
+            defer { daemon.killIfRunning() }
             let socket = scratch.path + "/imgd-data/imgd.sock"
 
             let ready = try #require(
@@ -122,10 +123,10 @@ struct DaemonServiceTests {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
         let path = scratch.path + "/activated.sock"
-        let daemon = try ServiceProcess(
-            activate,
-            ["-l", path, BinaryRunner.imgdPath, "--state", "state", "--cache", "cache", "--spool", "spool"],
-            in: scratch.path)
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--state", "state", "--cache", "cache", "--spool", "spool"],
+            waitForSocket: false, launcher: [activate, "-l", path])
+        defer { daemon.killIfRunning() }
         // Its "Listening on" line comes after listen(2); the socket file exists from bind(2), a
         // moment earlier, when a connect is still refused.
         let listening = await eventually(timeout: .seconds(10)) { daemon.log.contains("Listening on") || !daemon.isRunning }
@@ -237,9 +238,10 @@ struct DaemonServiceTests {
             try dropList(named: "shared.txt", lines: [server.url(held)], into: spool)
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)), "the list did not start")
 
-            let second = try ServiceProcess(
-                BinaryRunner.imgdPath, ["--cache", "other-cache", "--socket", "other.sock"], in: scratch.path,
+            let second = try await DaemonProcess.start(
+                in: scratch.path, arguments: ["--cache", "other-cache", "--socket", "other.sock"], waitForSocket: false,
                 logName: "second.log")
+            defer { second.killIfRunning() }
             // It should exit at once; if it comes up instead, stop it rather than wait it out.
             _ = await eventually(timeout: .seconds(15)) { !second.isRunning || second.log.contains("imgd: ready") }
             let cameUp = second.isRunning
@@ -259,7 +261,7 @@ struct DaemonServiceTests {
             #expect(!FileManager.default.fileExists(atPath: scratch.path + "/other.sock"))
 
             server.openGate("shared")
-            let done = await pollUntil(timeout: .seconds(10)) {
+            let done = await eventually(timeout: .seconds(10), interval: .milliseconds(5)) {
                 let lists = (try? await daemon.result(#"{"cmd":"lists"}"#))?["lists"] as? [[String: Any]] ?? []
                 return lists.contains { $0["name"] as? String == "shared.txt" && $0["state"] as? String == "done" }
             }
@@ -471,7 +473,7 @@ struct DaemonServiceTests {
             // One byte into the FIFO is one event.
             try Self.writeByte(to: fifo)
             var after: [String: Any] = [:]
-            let purged = await pollUntil(timeout: .seconds(5)) {
+            let purged = await eventually(timeout: .seconds(5), interval: .milliseconds(5)) {
                 after = (try? await daemon.result(#"{"cmd":"status"}"#)) ?? [:]
                 return after["pressure_events"] as? Int == 1
             }
@@ -552,7 +554,7 @@ struct DaemonServiceTests {
             let later = server.url("/img/later.png")
             let pending = try await connection.call(#"{"cmd":"get","url":"\#(later)","wait":false}"#)
             #expect((pending["result"] as? [String: Any])?["pending"] as? Bool == true, "\(pending)")
-            let appeared = await pollUntil(timeout: .seconds(10)) {
+            let appeared = await eventually(timeout: .seconds(10), interval: .milliseconds(5)) {
                 let reply = try? await connection.call(#"{"cmd":"get","url":"\#(later)","fetch":false}"#)
                 return reply?["ok"] as? Bool == true
             }
@@ -582,7 +584,7 @@ struct DaemonServiceTests {
             #expect(remembered.contains { ($0["url"] as? String)?.contains("/flaky/once.png") == true }, "failed: \(remembered)")
             let retried = try await connection.result(#"{"cmd":"retry","url":"\#(flaky)"}"#)
             #expect(retried["requeued"] as? Int == 1, "\(retried)")
-            let fetched = await pollUntil(timeout: .seconds(10)) {
+            let fetched = await eventually(timeout: .seconds(10), interval: .milliseconds(5)) {
                 let reply = try? await connection.call(#"{"cmd":"get","url":"\#(flaky)","fetch":false}"#)
                 return reply?["ok"] as? Bool == true
             }
@@ -625,7 +627,7 @@ struct DaemonServiceTests {
 
     /// Where `--socket` goes on imgctl's command line.
     enum OptionPlacement: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        /// `imgctl --socket S status`, as the README's synopsis writes it.
+        /// `imgctl --socket S status`, as docs/usage.md's synopsis writes it.
         case beforeSubcommand
         /// `imgctl status --socket S`.
         case afterSubcommand
@@ -649,7 +651,7 @@ struct DaemonServiceTests {
             defer { daemon.killIfRunning() }
             let socket = daemon.socket
             // Without the service environment a test may have set around the daemon.
-            let imgctlEnvironment = ServiceProcess.cleanEnvironment()
+            let imgctlEnvironment = DaemonProcess.environment()
 
             let status = try await BinaryRunner.imgctl(placement.arguments(socket: socket, ["status"]), in: scratch.path, environment: imgctlEnvironment)
             #expect(status.status == 0, "\(status.stderr)")
@@ -703,7 +705,7 @@ struct DaemonServiceTests {
             try Data(rewritten.map { $0 ^ 0xFF }).write(to: URL(fileURLWithPath: paths[0]))
             #expect(truncate(paths[1], 10) == 0)
 
-            let imgctlEnvironment = ServiceProcess.cleanEnvironment()
+            let imgctlEnvironment = DaemonProcess.environment()
             let first = try await BinaryRunner.imgctl(["fsck", "--socket", daemon.socket], in: scratch.path, environment: imgctlEnvironment)
             #expect(first.status == 1, "exit status \(first.status): \(first.stdout)\(first.stderr)")
             #expect(first.stdout == "checked 4 entries: 2 bad, 2 removed\n", "\(first.stdout)")
@@ -794,16 +796,6 @@ struct DaemonServiceTests {
 
 // MARK: - Support for this file
 
-/// Polls an async `condition` every few milliseconds until it holds or `timeout` passes.
-private func pollUntil(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return await condition()
-}
-
 /// Sends one request on a new connection to `socket` and returns the reply, parsed.
 private func request(_ socket: String, _ line: String) async throws -> [String: Any] {
     let reply = try await onOwnThread { Result { try ControlClient(path: socket).call(line) } }.get()
@@ -815,53 +807,4 @@ private func result(_ socket: String, _ line: String, sourceLocation: SourceLoca
     let reply = try await request(socket, line)
     #expect(reply["ok"] as? Bool == true, "reply: \(reply)", sourceLocation: sourceLocation)
     return reply["result"] as? [String: Any] ?? [:]
-}
-
-
-
-/// A process started for a test with its stdout and stderr in a log file (imgd behind a shell
-/// or `systemd-socket-activate`); killed when the test drops it while it still runs.
-private final class ServiceProcess: Sendable {
-    let logPath: String
-    private let process: ChildProcess
-
-    /// The test process's environment without the variables systemd (or an outer imgd) may have
-    /// set, which would change how imgd and imgctl behave.
-    static func cleanEnvironment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        for name in [
-            "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "MEMORY_PRESSURE_WATCH",
-            "MEMORY_PRESSURE_WRITE", "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "IMGD_SOCKET",
-            "STATE_DIRECTORY", "CACHE_DIRECTORY", "RUNTIME_DIRECTORY",
-        ] {
-            environment[name] = nil
-        }
-        return environment
-    }
-
-    /// Starts `executable` with `arguments` in `folder`; `environment` is added to the clean one.
-    init(
-        _ executable: String, _ arguments: [String], in folder: String, environment: [String: String] = [:],
-        logName: String = "service.log"
-    ) throws {
-        logPath = folder + "/" + logName
-        process = try ChildProcess(
-            executable, arguments, in: folder, environment: Self.cleanEnvironment().merging(environment) { $1 },
-            stdout: .file(logPath), stderr: .file(logPath))
-    }
-
-    var pid: Int32 { process.pid }
-    var isRunning: Bool { process.isRunning }
-
-    /// Everything logged so far.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-
-    func signal(_ number: Int32) {
-        process.signal(number)
-    }
-
-    /// Waits for the exit and returns the status (shell style); kills the process if it outlives `timeout`.
-    func waitForExit(timeout: Duration = .seconds(15)) async -> Int32 {
-        await process.exited(within: timeout) ?? 128 + SIGKILL
-    }
 }

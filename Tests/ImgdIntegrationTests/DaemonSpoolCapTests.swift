@@ -24,10 +24,10 @@ struct DaemonSpoolCapTests {
             for name in names {
                 try daemon.drop(name, Self.heldURLs(server, list: name, count: 30))
                 // One at a time: the claim order is the drop order.
-                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+                #expect(await eventually(timeout: .seconds(10)) { try await daemon.list(name) != nil }, "log: \(daemon.log)")
             }
             #expect(
-                await eventuallyAsync {
+                await eventually(timeout: .seconds(10)) {
                     try await Self.states(daemon) == [
                         "a.txt": "active", "b.txt": "active", "c.txt": "waiting #1", "d.txt": "waiting #2", "e.txt": "waiting #3",
                     ]
@@ -50,7 +50,7 @@ struct DaemonSpoolCapTests {
             // An active list cancelled hands its turn to the list that waited longest.
             _ = try await daemon.result(#"{"cmd":"cancel","list":"a.txt"}"#)
             #expect(
-                await eventuallyAsync {
+                await eventually(timeout: .seconds(10)) {
                     let states = try await Self.states(daemon)
                     return states["b.txt"] == "active" && states["c.txt"] == "active" && states["e.txt"] == "waiting #1"
                 }, "log: \(daemon.log)")
@@ -82,25 +82,25 @@ struct DaemonSpoolCapTests {
             defer { daemon.killIfRunning() }
             for name in ["a.txt", "b.txt", "c.txt"] {
                 try daemon.drop(name, Self.heldURLs(server, list: name, count: 20))
-                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+                #expect(await eventually(timeout: .seconds(10)) { try await daemon.list(name) != nil }, "log: \(daemon.log)")
             }
             let expected = ["a.txt": "active", "b.txt": "waiting #1", "c.txt": "waiting #2"]
-            #expect(await eventuallyAsync { try await Self.states(daemon) == expected }, "log: \(daemon.log)")
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.states(daemon) == expected }, "log: \(daemon.log)")
             #expect(await daemon.stop() == 0)
 
             daemon = try await DaemonProcess.start(in: scratch.path, arguments: arguments)
             let watch = StatusWatch(daemon)
-            #expect(await eventuallyAsync { try await Self.states(daemon) == expected }, "log: \(daemon.log)")
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.states(daemon) == expected }, "log: \(daemon.log)")
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
             #expect(server.requestCount(prefix: "/img/b-") + server.requestCount(prefix: "/img/c-") == 0)
 
             try scratch.write("imgd.toml", "max-active-lists = 3\nmax-queued = 8\nmax-per-host = 16\nmax-parallel = 16\n")
             kill(daemon.pid, SIGHUP)
             #expect(
-                await eventuallyAsync {
+                await eventually(timeout: .seconds(10)) {
                     try await Self.states(daemon) == ["a.txt": "active", "b.txt": "active", "c.txt": "active"]
                 }, "log: \(daemon.log)")
-            #expect(await eventuallyAsync { server.requestCount(prefix: "/img/c-") > 0 }, "log: \(daemon.log)")
+            #expect(await eventually(timeout: .seconds(10)) { server.requestCount(prefix: "/img/c-") > 0 }, "log: \(daemon.log)")
 
             server.openGate("go")
             for name in ["a.txt", "b.txt", "c.txt"] {
@@ -125,13 +125,13 @@ struct DaemonSpoolCapTests {
             let names = (0..<20).map { "w\($0).txt" }
             for name in names { try daemon.drop(name, Self.heldURLs(server, list: name, count: 100)) }
             #expect(
-                await eventuallyAsync(timeout: .seconds(30)) {
+                await eventually(timeout: .seconds(30)) {
                     let status = try await daemon.result(#"{"cmd":"status"}"#)
                     return status["lists_active"] as? Int == 16 && status["lists_waiting"] as? Int == 4
                 }, "log: \(daemon.log)")
             // Every active list has its share out: 16 × 20 = 320 requests held.
             #expect(
-                await eventuallyAsync(timeout: .seconds(30)) {
+                await eventually(timeout: .seconds(30)) {
                     let status = try await daemon.result(#"{"cmd":"status"}"#)
                     return (status["queued"] as? Int ?? 0) + (status["in_flight"] as? Int ?? 0) >= 300
                 }, "log: \(daemon.log)")
@@ -162,9 +162,9 @@ struct DaemonSpoolCapTests {
             try OtherUser.share(socket)
             for name in ["a.txt", "b.txt"] {
                 try daemon.drop(name, Self.heldURLs(server, list: name, count: 10))
-                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+                #expect(await eventually(timeout: .seconds(10)) { try await daemon.list(name) != nil }, "log: \(daemon.log)")
             }
-            #expect(await eventuallyAsync { try await Self.states(daemon) == ["a.txt": "active", "b.txt": "waiting #1"] }, "log: \(daemon.log)")
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.states(daemon) == ["a.txt": "active", "b.txt": "waiting #1"] }, "log: \(daemon.log)")
 
             let refused = try await OtherUser.plain.imgctl(["cancel", "--list", "b.txt"], socket: socket)
             #expect(refused.status == 1 && refused.stderr.contains("imgctl: forbidden: "), "exit \(refused.status): \(refused.stderr)")
@@ -191,16 +191,16 @@ struct DaemonSpoolCapTests {
             // The member's three lists come first (two warm, one waits), then root's.
             for (name, gate) in [("m1.txt", "m1"), ("m2.txt", "m2"), ("m3.txt", "later")] {
                 try daemon.drop(name, server.url("/img/\(Self.stem(name)).png?gate=\(gate)") + "\n", owner: OtherUser.uid)
-                #expect(await eventuallyAsync { try await daemon.list(name) != nil }, "log: \(daemon.log)")
+                #expect(await eventually(timeout: .seconds(10)) { try await daemon.list(name) != nil }, "log: \(daemon.log)")
             }
             try daemon.drop("r1.txt", server.url("/img/r1.png?gate=later") + "\n")
-            #expect(await eventuallyAsync {
+            #expect(await eventually(timeout: .seconds(10)) {
                 try await Self.states(daemon) == ["m1.txt": "active", "m2.txt": "active", "m3.txt": "waiting #1", "r1.txt": "waiting #2"]
             }, "log: \(daemon.log)")
             // m1 finishes: the member still has m2 warmed, root none, so root's list goes first.
             server.openGate("m1")
             _ = try #require(await daemon.finishedList("m1.txt", timeout: .seconds(60)))
-            #expect(await eventuallyAsync { try await Self.states(daemon)["r1.txt"] == "active" }, "log: \(daemon.log)")
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.states(daemon)["r1.txt"] == "active" }, "log: \(daemon.log)")
             #expect(try await Self.states(daemon)["m3.txt"] == "waiting #1")
             server.openGate("m2")
             server.openGate("later")

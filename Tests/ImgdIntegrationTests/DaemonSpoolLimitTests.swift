@@ -132,7 +132,7 @@ struct DaemonSpoolLimitTests {
 
         // 3 million lines: many seconds of claiming in a debug build.
         try await daemon.dropNumberedURLs("long.txt", count: 3_000_000)
-        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+        let claiming = await eventually(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
         try #require(claiming, "log: \(daemon.log)")
@@ -186,7 +186,7 @@ struct DaemonSpoolLimitTests {
         /// in bytes (pages in use and free, WAL included: what SQLite counts).
         func settle(last: Int) async throws -> Int {
             try #require(await daemon.finishedList("l\(last).txt", timeout: .seconds(120)) != nil, "log: \(daemon.log)")
-            let settled = await eventuallyAsync(timeout: .seconds(60)) {
+            let settled = await eventually(timeout: .seconds(60)) {
                 let rows = try await sqlite(database, "select count(*) from list_urls")
                 let retired = try await sqlite(database, "select count(*) from pruning")
                 let free = try await sqlite(database, "pragma freelist_count")

@@ -72,7 +72,7 @@ struct DaemonSpoolSafetyTests {
         try "secret\n".write(toFile: secret, atomically: false, encoding: .utf8)
         // 3 million lines: many seconds of claiming, time enough to swap the name.
         try await daemon.dropNumberedURLs("long.txt", count: 3_000_000)
-        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+        let claiming = await eventually(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
         try #require(claiming, "log: \(daemon.log)")
@@ -412,9 +412,7 @@ private let imgctlBinary = URL(fileURLWithPath: BinaryRunner.imgdPath).deletingL
 
 /// Runs `imgctl` with `arguments` in `folder`; its output and exit status.
 private func runImgctl(_ arguments: [String], in folder: String) async throws -> ChildProcess.Output {
-    var environment = ProcessInfo.processInfo.environment
-    environment["IMGD_SOCKET"] = nil
-    return try await ChildProcess.run(imgctlBinary, arguments, in: folder, environment: environment, timeout: .seconds(60))
+    try await ChildProcess.run(imgctlBinary, arguments, in: folder, environment: BinaryRunner.imgctlEnvironment, timeout: .seconds(60))
 }
 
 extension DaemonProcess {

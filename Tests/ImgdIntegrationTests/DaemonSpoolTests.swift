@@ -243,7 +243,7 @@ struct DaemonSpoolTests {
         try daemon.drop("big.txt", targets.map(server.url).joined(separator: "\n") + "\n")
 
         let settledAtKill = Settled()
-        let progressed = await eventuallyAsync(timeout: .seconds(60)) {
+        let progressed = await eventually(timeout: .seconds(60)) {
             guard let list = try await daemon.list("big.txt"), let total = list["total"] as? Int,
                 let pending = list["pending"] as? Int
             else { return false }
@@ -303,7 +303,7 @@ struct DaemonSpoolTests {
         var daemon = try await DaemonProcess.start(in: scratch.path, arguments: arguments)
         let targets = (0..<2000).map { "/img/t\($0).png?delay_ms=3" }
         try daemon.drop("warm.txt", targets.map(server.url).joined(separator: "\n") + "\n")
-        let progressed = await eventuallyAsync(timeout: .seconds(60)) {
+        let progressed = await eventually(timeout: .seconds(60)) {
             guard let list = try await daemon.list("warm.txt"), let pending = list["pending"] as? Int else { return false }
             return list["total"] as? Int == 2000 && pending <= 1800
         }
@@ -337,7 +337,7 @@ struct DaemonSpoolTests {
         // 1.5 million short lines: claiming them takes several seconds in a debug build (the URLs
         // are never fetched). The stop comes as soon as the claim has begun.
         try await daemon.dropNumberedURLs("long.txt", count: 1_500_000)
-        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+        let claiming = await eventually(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
         try #require(claiming, "log: \(daemon.log)")
@@ -355,7 +355,7 @@ struct DaemonSpoolTests {
 
         // The next start drops the half-made claim and takes the file anew.
         daemon = try await DaemonProcess.start(in: scratch.path)
-        let again = await eventuallyAsync(timeout: .seconds(20)) {
+        let again = await eventually(timeout: .seconds(20)) {
             let lists = try await daemon.lists().filter { $0["name"] as? String == "long.txt" }
             return lists.count == 1 && (lists[0]["total"] as? Int ?? 0) > 0
         }
@@ -387,7 +387,7 @@ struct DaemonSpoolTests {
         // a loaded machine.
         let count = 1_500_000 / Sanitizer.slowdown
         try await daemon.dropNumberedURLs("long.txt", count: count, prefix: "not-a-url-")
-        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+        let claiming = await eventually(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
         try #require(claiming, "log: \(daemon.log)")
@@ -402,7 +402,7 @@ struct DaemonSpoolTests {
         let id = try await sqlite(database, "select id from lists where name = 'long.txt'")
         #expect(!first.isEmpty && id != first)
         // The abandoned claim's rows pruned, the new list's all there.
-        let settled = await eventuallyAsync(timeout: .seconds(60)) {
+        let settled = await eventually(timeout: .seconds(60)) {
             try await sqlite(database, "select count(*) from pruning") == "0"
         }
         #expect(settled)
@@ -554,7 +554,7 @@ struct DaemonSpoolTests {
         // The server now answers (`/flaky` fails once per target), and the list is retried.
         let retried = try await daemon.result(#"{"cmd":"retry","list":"flaky.txt"}"#)
         #expect(retried["requeued"] as? Int == 1)
-        let done = await eventuallyAsync(timeout: .seconds(20)) {
+        let done = await eventually(timeout: .seconds(20)) {
             try await daemon.list("flaky.txt")?["state"] as? String == "done"
         }
         let list = try #require(await daemon.list("flaky.txt"))
@@ -592,7 +592,7 @@ struct DaemonSpoolTests {
         #expect(try #require(await daemon.finishedList("twice.txt"))["state"] as? String == "failed")
         try daemon.drop("twice.txt", second)
         // Both lists are named twice.txt; the second went to failed/ under the next free name.
-        let settled = await eventuallyAsync {
+        let settled = await eventually(timeout: .seconds(10)) {
             try await daemon.lists().filter { $0["name"] as? String == "twice.txt" && $0["state"] as? String == "failed" }.count == 2
         }
         try #require(settled, "log: \(daemon.log)")
@@ -604,7 +604,7 @@ struct DaemonSpoolTests {
         // `retry` names the most recent list of that name: the second.
         let retried = try await daemon.result(#"{"cmd":"retry","list":"twice.txt"}"#)
         #expect(retried["requeued"] as? Int == 1)
-        let done = await eventuallyAsync { try await daemon.list("twice.txt")?["state"] as? String == "done" }
+        let done = await eventually(timeout: .seconds(10)) { try await daemon.list("twice.txt")?["state"] as? String == "done" }
         try #require(done, "log: \(daemon.log)")
         #expect(server.requestCount("/flaky/two.png?fail=1") == 2)
         #expect(server.requestCount("/flaky/one.png?fail=1") == 1)

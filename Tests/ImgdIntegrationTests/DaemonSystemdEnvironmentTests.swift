@@ -108,7 +108,7 @@ struct DaemonSystemdEnvironmentTests {
             let held = "/img/held.png?gate=after-restart"
             try daemon.drop("interrupted.txt", server.url("/img/quick.png") + "\n" + server.url(held) + "\n")
             #expect(await eventually { server.requestCount(held) == 1 }, "the held URL was not asked for: \(server.requestLog)")
-            let partway = await eventuallyAsync(timeout: .seconds(20)) { try await daemon.list("interrupted.txt")?["cached"] as? Int == 1 }
+            let partway = await eventually(timeout: .seconds(20)) { try await daemon.list("interrupted.txt")?["cached"] as? Int == 1 }
             #expect(partway, "the quick URL was not cached; log:\n\(daemon.log)")
 
             #expect(await daemon.stop(SIGINT) == 0, "log:\n\(daemon.log)")

@@ -78,7 +78,7 @@ struct DaemonUpkeepFlagTests {
         #expect(memory["pressure_source"] as? String == "psi-poll", "\(memory); log:\n\(daemon.log)")
 
         // 30% at start: the first reading is pressure.
-        let first = await eventuallyAsync(timeout: .seconds(20)) {
+        let first = await eventually(timeout: .seconds(20)) {
             try await daemon.result(#"{"cmd":"status"}"#)["pressure_events"] as? Int == 1
         }
         #expect(first, "30% above a threshold of 25 was not an event; log:\n\(daemon.log)")

@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// The shared tier (README, *Fleet*; `contrib/fleet/`): the real `imgd` daemons fetching through
+/// The shared tier (docs/operations.md, *Fleet*; `contrib/fleet/`): the real `imgd` daemons fetching through
 /// the real nginx tier rendered by `tier-smoke.sh --render`, from the test server over https
 /// (the tier verifies it with the test CA). Keys, reports and the cache keep the origin URL;
 /// the origin sees each URL once for the whole fleet; a tier that fails is stepped around.

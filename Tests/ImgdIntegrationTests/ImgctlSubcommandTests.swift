@@ -47,7 +47,7 @@ struct ImgctlSubcommandTests {
         // watch: subscribed once a fetch shows up in its output (each probe a new URL, added:
         // `get` answers in its reply, not by event).
         var probe = 0
-        let watching = await eventuallyAsync(timeout: .seconds(30), interval: .milliseconds(200)) {
+        let watching = await eventually(timeout: .seconds(30), interval: .milliseconds(200)) {
             probe += 1
             _ = try await daemon.call(#"{"cmd":"add","urls":["\#(server.url("/img/probe\(probe).png"))"]}"#)
             return await eventually(timeout: .seconds(1)) { text(watchLog).contains(" fetched ") }
@@ -67,7 +67,7 @@ struct ImgctlSubcommandTests {
         #expect(add.status == 1, "a rejected URL is exit 1: \(add.stderr)")
         #expect(add.stdout == "queued 1 URL\n", "\(add.stdout)")
         #expect(add.stderr.hasPrefix("imgctl: rejected: not a url: bad_url: "), "\(add.stderr)")
-        #expect(await eventuallyAsync { try await daemon.call(#"{"cmd":"get","url":"\#(added)","fetch":false}"#)["ok"] as? Bool == true })
+        #expect(await eventually(timeout: .seconds(10)) { try await daemon.call(#"{"cmd":"get","url":"\#(added)","fetch":false}"#)["ok"] as? Bool == true })
 
         let got = try await imgctl(["get", server.url("/img/got.png")])
         #expect(got.status == 0, "\(got.stderr)")
@@ -104,14 +104,14 @@ struct ImgctlSubcommandTests {
         let failedLines = { text(watchLog).split(separator: "\n").filter { $0.contains(" failed code=http_404 ") }.count }
         #expect(await eventually { failedLines() == 2 }, "\(text(watchLog))")
         #expect(server.requestCount("/status/404") == 2)
-        #expect(await eventuallyAsync { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
+        #expect(await eventually(timeout: .seconds(10)) { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
         let retryList = try await imgctl(["retry", "--list", "links.txt"])
         #expect(retryList.status == 0 && retryList.stdout == "requeued 1 URL\n", "\(retryList.stdout)\(retryList.stderr)")
         // Three 404s, asked for by a list, by `retry URL` and by `retry --list`: each is a
         // failed event and a failure counted by its code, whoever asked.
         #expect(await eventually { server.requestCount("/status/404") == 3 })
         #expect(await eventually { failedLines() == 3 }, "\(text(watchLog))")
-        #expect(await eventuallyAsync { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
+        #expect(await eventually(timeout: .seconds(10)) { (try await daemon.list("links.txt"))?["state"] as? String == "failed" })
         let counted = try await daemon.result(#"{"cmd":"stats"}"#)
         #expect((counted["failures"] as? [String: Any])?["http_404"] as? Int == 3, "\(counted)")
 

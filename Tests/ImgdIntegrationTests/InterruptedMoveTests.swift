@@ -74,7 +74,7 @@ struct InterruptedMoveTests {
         #expect(!daemon.spoolNames().contains("w.txt"))
         // A list's report is written just before its state is saved as done: wait for the state.
         var lists: [[String: Any]] = []
-        let allDone = await eventuallyAsync(timeout: .seconds(30)) {
+        let allDone = await eventually(timeout: .seconds(30)) {
             lists = try await daemon.lists()
             return lists.count == 5 && lists.allSatisfy { $0["state"] as? String == "done" }
         }

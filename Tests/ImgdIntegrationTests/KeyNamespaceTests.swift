@@ -44,7 +44,7 @@ struct KeyNamespaceTests {
 
             // The victim (root) caches its image, pinned.
             _ = try await daemon.result(#"{"cmd":"add","urls":["\#(victim)"],"pin":"1h"}"#)
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.cached(daemon, victim)?.sha256 == good })
+            #expect(await eventually(timeout: .seconds(20)) { try await Self.cached(daemon, victim)?.sha256 == good })
 
             // The member names the victim's URL as the key of their own image, every way there is.
             let member = OtherUser.plain
@@ -57,7 +57,7 @@ struct KeyNamespaceTests {
             try daemon.drop("evil.json", jsonLine([["url": evil, "key": victim, "sha256": bad], ["url": evil, "key": normalized]]), owner: OtherUser.uid)
             let list = try #require(await daemon.finishedList("evil.json"))
             #expect((list["cached"] as? Int ?? 0) + (list["already_cached"] as? Int ?? 0) == 2, "\(list)")
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { (try await daemon.result(#"{"cmd":"status"}"#)["queued"] as? Int) == 0 })
+            #expect(await eventually(timeout: .seconds(20)) { (try await daemon.result(#"{"cmd":"status"}"#)["queued"] as? Int) == 0 })
 
             // The victim's URL still names the victim's bytes.
             let after = try #require(try await Self.cached(daemon, victim))
@@ -121,7 +121,7 @@ struct KeyNamespaceTests {
             let request = try #require(server.requests.last { $0.target.hasPrefix("/fresh/c.png") })
             #expect(request.values(of: "If-None-Match").isEmpty, "B's ETag went to C")
             #expect(request.values(of: "If-Modified-Since").isEmpty, "B's Last-Modified went to C")
-            #expect(await eventuallyAsync(timeout: .seconds(20)) {
+            #expect(await eventually(timeout: .seconds(20)) {
                 try await Self.cached(daemon, c, key: "k")?.sha256 == Self.sha256("/fresh/c.png?cc=max-age%3D3600")
             }, "the entry holds C's own bytes once C answered")
             #expect(await daemon.stop() == 0)

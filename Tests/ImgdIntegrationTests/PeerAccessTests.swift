@@ -105,7 +105,7 @@ struct PeerAccessTests {
         try drop("roots.txt", owner: 0)
         try drop("roots2.txt", owner: 0)
         for name in ["mine.txt", "roots.txt", "roots2.txt"] {
-            let active = await eventuallyAsync(timeout: .seconds(30)) { try await daemon.list(name)?["state"] as? String == "active" }
+            let active = await eventually(timeout: .seconds(30)) { try await daemon.list(name)?["state"] as? String == "active" }
             try #require(active, "\(name) is not active: \(daemon.log)")
         }
 
@@ -136,7 +136,7 @@ struct PeerAccessTests {
         let (daemon, _) = try await Self.start(in: scratch)
         // A million lines, dropped by root: seconds of claiming in a debug build.
         try await daemon.dropNumberedURLs("long.txt", count: 1_000_000)
-        let claiming = await eventuallyAsync(timeout: .seconds(20)) {
+        let claiming = await eventually(timeout: .seconds(20)) {
             (try await daemon.list("long.txt")?["total"] as? Int ?? 0) > 0
         }
         try #require(claiming, "log: \(daemon.log)")

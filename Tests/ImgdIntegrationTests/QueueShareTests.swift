@@ -45,10 +45,10 @@ struct QueueShareTests {
             // Three requests naming one key: one revalidation, one held request.
             let first = try await KeptConnection(daemon.socket)
             let merged = Task { try await first.callRaw(jsonLine(["cmd": "refresh", "urls": [held[4], held[4], plain[4] + "&gate=other"]])) }
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 1 }, "the refresh is not held as one request")
+            #expect(await eventually(timeout: .seconds(20)) { try await Self.held(daemon) == 1 }, "the refresh is not held as one request")
             let second = try await KeptConnection(daemon.socket)
             let three = Task { try await second.callRaw(jsonLine(["cmd": "refresh", "urls": Array(held[0..<3])])) }
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 4 })
+            #expect(await eventually(timeout: .seconds(20)) { try await Self.held(daemon) == 4 })
 
             // Full: one more refresh, and an add, are refused; nothing of them is held.
             let over = try await daemon.call(jsonLine(["cmd": "refresh", "urls": [held[3]]]))
@@ -64,7 +64,7 @@ struct QueueShareTests {
             let threeReply = try KeptConnection.parseReply(try await three.value)
             #expect((threeReply["result"] as? [String: Any])?["revalidated"] as? Int == 3, "\(threeReply)")
             #expect(server.requestCount(prefix: "/fresh/q4.png") == 2, "the duplicates asked once: \(server.requestLog)")
-            #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
             let after = try await daemon.result(jsonLine(["cmd": "refresh", "urls": [plain[3]]]))
             #expect(after["revalidated"] as? Int == 1, "\(after)")
             #expect(await daemon.stop() == 0)
@@ -98,7 +98,7 @@ struct QueueShareTests {
             #expect(try await Self.held(daemon) == 8)
 
             server.openGate("g")
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { try await Self.held(daemon) == 0 })
+            #expect(await eventually(timeout: .seconds(20)) { try await Self.held(daemon) == 0 })
             let again = try await member.result(jsonLine(["cmd": "add", "urls": [server.url("/img/mine2.png")]]), socket: daemon.socket)
             #expect(again["accepted"] as? Int == 1, "the share is given back as requests are answered")
             #expect(await daemon.stop() == 0)
@@ -115,7 +115,7 @@ struct QueueShareTests {
             let shared = server.url("/img/shared.png?gate=s")
             // Root's list and root's waiting get both wait on the shared URL.
             try daemon.drop("roots.txt", shared + "\n")
-            #expect(await eventuallyAsync(timeout: .seconds(20)) { try await daemon.list("roots.txt")?["state"] as? String == "active" })
+            #expect(await eventually(timeout: .seconds(20)) { try await daemon.list("roots.txt")?["state"] as? String == "active" })
             let waiting = try await KeptConnection(daemon.socket)
             let get = Task { try await waiting.callRaw(jsonLine(["cmd": "get", "url": shared])) }
             #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
@@ -139,10 +139,10 @@ struct QueueShareTests {
             // Root's cancel stops everyone's.
             let other = server.url("/img/other.png?gate=o")
             _ = try await member.result(jsonLine(["cmd": "add", "urls": [other]]), socket: daemon.socket)
-            #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 1 })
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.held(daemon) == 1 })
             let all = try await daemon.result(jsonLine(["cmd": "cancel", "url": other]))
             #expect(all["cancelled"] as? Int == 1)
-            #expect(await eventuallyAsync(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
+            #expect(await eventually(timeout: .seconds(10)) { try await Self.held(daemon) == 0 })
             server.openGate("o")
             #expect(await daemon.stop() == 0)
         }

@@ -27,7 +27,7 @@ struct SocketFairnessTests {
     /// are still being closed on its side.
     private static func subscriber(_ daemon: DaemonProcess) async throws -> EventSubscription {
         var made: EventSubscription?
-        _ = await eventuallyAsync(timeout: .seconds(10)) {
+        _ = await eventually(timeout: .seconds(10)) {
             made = try await daemon.subscribe()
             return true
         }

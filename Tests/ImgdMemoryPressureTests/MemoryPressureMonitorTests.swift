@@ -72,7 +72,7 @@ struct MemoryPressureMonitorTests {
 
     @Test("a FIFO as MEMORY_PRESSURE_WATCH: each write is one event, delivered after the write by the wake-up, not a poll")
     func fifo() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let path = folder.path + "/pressure.fifo"
         #expect(mkfifo(path, 0o600) == 0)
@@ -104,7 +104,7 @@ struct MemoryPressureMonitorTests {
 
     @Test("a socket as MEMORY_PRESSURE_WATCH: the server gets exactly the decoded bytes; data is an event; EOF ends with an error")
     func socket() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let path = folder.path + "/pressure.sock"
         let listener = TestSocket.bound(at: path)
@@ -139,7 +139,7 @@ struct MemoryPressureMonitorTests {
 
     @Test("a socket nobody listens on is a connection error")
     func socketRefused() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let path = folder.path + "/pressure.sock"
         let bound = TestSocket.bound(at: path, listening: false)
@@ -153,10 +153,10 @@ struct MemoryPressureMonitorTests {
 
     @Test("a regular file as MEMORY_PRESSURE_WATCH receives the decoded MEMORY_PRESSURE_WRITE")
     func regularFile() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let path = folder.path + "/memory.pressure"
-        try folder.write("", to: "memory.pressure")
+        try folder.write("memory.pressure", "")
         let source = MemoryPressureSource.resolve(environment: environment(watch: path, write: "some 150000 2000000\0"))
         #expect(source == .systemdWatch(path: path, kind: .psiFile, write: Array("some 150000 2000000\0".utf8)))
         let fixture = Fixture(source)
@@ -209,11 +209,11 @@ struct MemoryPressureMonitorTests {
 
     @Test("polling: one event per rise of avg10 above the threshold, none while it stays above")
     func polling() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let path = folder.path + "/memory.pressure"
         func pressure(_ avg10: String) throws {
-            try folder.write("some avg10=\(avg10) avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", to: "memory.pressure")
+            try folder.write("memory.pressure", "some avg10=\(avg10) avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         }
         /// Waits until a reading has started after now, so the file's current text was seen.
         func readAgain(_ monitor: MemoryPressureMonitor, times: Int = 2) async {
@@ -245,9 +245,9 @@ struct MemoryPressureMonitorTests {
 
     @Test("polling a file that is not a PSI file, or is missing, fails at start")
     func pollingBadFile() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
-        try folder.write("hello\n", to: "not-psi")
+        try folder.write("not-psi", "hello\n")
         let notPSI = MemoryPressureMonitor(source: .psiPolling(path: folder.path + "/not-psi", threshold: 10, interval: .seconds(1))) { _ in }
         await #expect(throws: MemoryPressureError.notAPressureFile(path: folder.path + "/not-psi")) { try await notPSI.run() }
         let missing = MemoryPressureMonitor(source: .psiTrigger(path: folder.path + "/missing", trigger: "some 200000 2000000")) { _ in }
@@ -260,7 +260,7 @@ struct MemoryPressureMonitorTests {
         fixture.monitor.trigger()
         #expect(fixture.events.recorded == [MemoryPressureEvent(origin: "command", count: 1)])
 
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         #expect(mkfifo(folder.path + "/fifo", 0o600) == 0)
         let watching = Fixture(.systemdWatch(path: folder.path + "/fifo", kind: .fifo, write: []))
@@ -284,7 +284,7 @@ struct MemoryPressureMonitorTests {
 
     @Test("a run whose task is already cancelled returns at once, leaving nothing open")
     func cancelledBeforeStart() async throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         #expect(mkfifo(folder.path + "/fifo", 0o600) == 0)
         let fixture = Fixture(.systemdWatch(path: folder.path + "/fifo", kind: .fifo, write: []))

@@ -8,7 +8,7 @@ import Testing
 @Suite("Memory pressure source", .offThePool)
 struct MemoryPressureSourceTests {
     /// Resolves with every path pointed into `folder`, so the machine's own cgroup does not count.
-    private func resolve(_ environment: [String: String], in folder: TemporaryFolder) -> MemoryPressureSource {
+    private func resolve(_ environment: [String: String], in folder: ScratchFolder) -> MemoryPressureSource {
         MemoryPressureSource.resolve(
             environment: environment,
             procSelfCgroup: folder.path + "/self-cgroup",
@@ -18,9 +18,9 @@ struct MemoryPressureSourceTests {
 
     @Test("MEMORY_PRESSURE_WATCH set to /dev/null or empty turns memory pressure off")
     func disabledBySystemd() throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
-        try folder.write("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", to: "proc-pressure-memory")
+        try folder.write("proc-pressure-memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         #expect(resolve(["MEMORY_PRESSURE_WATCH": "/dev/null"], in: folder) == .disabled(reason: "MEMORY_PRESSURE_WATCH is /dev/null"))
         #expect(resolve(["MEMORY_PRESSURE_WATCH": ""], in: folder) == .disabled(reason: "MEMORY_PRESSURE_WATCH is empty"))
         #expect(
@@ -30,9 +30,9 @@ struct MemoryPressureSourceTests {
 
     @Test("the watched path is used as what it is: a regular file, a FIFO or a socket, with the decoded bytes")
     func systemdKinds() throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
-        try folder.write("", to: "memory.pressure")
+        try folder.write("memory.pressure", "")
         #expect(mkfifo(folder.path + "/fifo", 0o600) == 0)
         let listener = TestSocket.bound(at: folder.path + "/socket")
         defer { close(listener) }
@@ -55,9 +55,9 @@ struct MemoryPressureSourceTests {
 
     @Test("an unusable MEMORY_PRESSURE_WATCH turns memory pressure off and says why")
     func unusableWatch() throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
-        try folder.write("", to: "file")
+        try folder.write("file", "")
         #expect(
             resolve(["MEMORY_PRESSURE_WATCH": folder.path + "/missing"], in: folder)
                 == .disabled(reason: "MEMORY_PRESSURE_WATCH=\(folder.path)/missing: No such file or directory, ignoring it"))
@@ -81,24 +81,24 @@ struct MemoryPressureSourceTests {
 
     @Test("without systemd: the own cgroup's memory.pressure first, then /proc/pressure/memory, else off")
     func resolutionOrder() throws {
-        let folder = try TemporaryFolder()
+        let folder = try ScratchFolder("imgd-psi")
         defer { folder.remove() }
         let cgroup = folder.path + "/cgroup/system.slice/imgd.service"
         try FileManager.default.createDirectory(atPath: cgroup, withIntermediateDirectories: true)
-        try folder.write("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", to: "cgroup/system.slice/imgd.service/memory.pressure")
-        try folder.write("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", to: "proc-pressure-memory")
+        try folder.write("cgroup/system.slice/imgd.service/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        try folder.write("proc-pressure-memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         // A hybrid system: cgroup v1 lines first, the v2 line last.
-        try folder.write("4:memory:/system.slice/imgd.service\n1:name=systemd:/x\n0::/system.slice/imgd.service\n", to: "self-cgroup")
+        try folder.write("self-cgroup", "4:memory:/system.slice/imgd.service\n1:name=systemd:/x\n0::/system.slice/imgd.service\n")
         #expect(resolve([:], in: folder) == .psiTrigger(path: cgroup + "/memory.pressure", trigger: "some 200000 2000000"))
 
         // The root cgroup (as on this machine) has no memory.pressure: system-wide PSI.
-        try folder.write("0::/\n", to: "self-cgroup")
+        try folder.write("self-cgroup", "0::/\n")
         let systemWide = MemoryPressureSource.psiTrigger(path: folder.path + "/proc-pressure-memory", trigger: "some 200000 2000000")
         #expect(resolve([:], in: folder) == systemWide)
         // A cgroup without the file, a v1-only system, or no /proc/self/cgroup at all: the same.
-        try folder.write("0::/system.slice/other.service\n", to: "self-cgroup")
+        try folder.write("self-cgroup", "0::/system.slice/other.service\n")
         #expect(resolve([:], in: folder) == systemWide)
-        try folder.write("4:memory:/system.slice/imgd.service\n", to: "self-cgroup")
+        try folder.write("self-cgroup", "4:memory:/system.slice/imgd.service\n")
         #expect(resolve([:], in: folder) == systemWide)
         try FileManager.default.removeItem(atPath: folder.path + "/self-cgroup")
         #expect(resolve([:], in: folder) == systemWide)

@@ -13,7 +13,7 @@ import Testing
 struct BodySpillTests {
     @Test("chunks past the gate's limit wait for the lane; all arrive in order, with the body's digest")
     func gateHoldsTheLoop() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-spill").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let lanes = SpillLanes(count: 1)
@@ -59,7 +59,7 @@ struct BodySpillTests {
 
     @Test("a discarded spill leaves no temp file, chunks still queued included")
     func discardDropsQueuedChunks() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-spill").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let lanes = SpillLanes(count: 1)
@@ -84,7 +84,7 @@ extension BodySpillTests {
         "a PNG of declared length is walked on its lane as it is written: its validation takes the walk; without a declared length there is none",
         arguments: [true, false])
     func pngIsWalkedAsItArrives(declared: Bool) throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-spill").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let lanes = SpillLanes(count: 1)
@@ -113,7 +113,7 @@ extension BodySpillTests {
 extension BodySpillTests {
     @Test("each new body goes to the lane with the fewest in progress, whatever its key; a finished or discarded body counts out once")
     func bodiesGoToTheLessBusyLane() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-spill-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-spill").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let lanes = SpillLanes(count: 2)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ImgdNetwork
 
-/// The retry rules of README's "Failure classes", at the default number of attempts: each class
+/// The retry rules of docs/usage.md's "Failure classes", at the default number of attempts: each class
 /// is fetched once, and the server (or the downloader's own count of attempts, where no request
 /// can reach a server) shows how many times it was tried. Back-off is short (the fixture's), the
 /// attempt count is the default.

@@ -32,8 +32,7 @@ struct BenchIndexScriptTests {
         "the script's index has exactly the tables, indexes and triggers CacheIndex creates, and CacheIndex reads its rows",
         .enabled(if: FileManager.default.isExecutableFile(atPath: python), "needs /usr/bin/python3 to run the script"))
     func sameSchema() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-bench-index-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try ScratchFolder("imgd-bench-index").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
 
         let made = folder + "/made.sqlite"

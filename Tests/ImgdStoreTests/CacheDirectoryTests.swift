@@ -7,13 +7,14 @@ import Testing
 
 @Suite("Cache folder", .offThePool)
 struct CacheDirectoryTests {
-    private func scratch() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("imgd-store-\(UUID().uuidString)/cache").path
+    private func scratch() throws -> String {
+        // A cache folder not made yet, in a scratch folder.
+        try ScratchFolder("imgd-store").path("cache")
     }
 
     @Test("opening creates the folders and clears leftovers from tmp/")
     func clearsTemp() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         _ = try CacheDirectory(root: root)
         #expect(FileManager.default.createFile(atPath: root + "/tmp/leftover.part", contents: Data([1, 2, 3])))
@@ -23,7 +24,7 @@ struct CacheDirectoryTests {
 
     @Test("a temp file appears under its final name only when published, in its fan-out folder (made again if removed)")
     func publish() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         // The 256 fan-out folders exist from the start, and nothing else.
@@ -49,7 +50,7 @@ struct CacheDirectoryTests {
 
     @Test("a validated body is written straight to its final name; a name already taken is left whole for the atomic replace")
     func publishNew() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let key = try ImageURL("http://example.com/new.png").cacheKey
@@ -94,7 +95,7 @@ struct CacheDirectoryTests {
 
     @Test("a cache in the two-level layout of earlier versions is moved to one level when opened, once")
     func movesTwoLevelLayout() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         // As an earlier imgd left it: each file at ab/cd/<key>.
         let keys = try (0..<20).map { try ImageURL("http://example.com/\($0).png").cacheKey }
@@ -122,7 +123,7 @@ struct CacheDirectoryTests {
 
     @Test("a discarded or forgotten temp file is removed")
     func discard() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let cache = try CacheDirectory(root: root)
         let key = try ImageURL("http://example.com/b.png").cacheKey

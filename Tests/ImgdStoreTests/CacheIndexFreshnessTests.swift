@@ -10,9 +10,7 @@ import Testing
 @Suite("Cache index: freshness columns and their migration", .offThePool)
 struct CacheIndexFreshnessTests {
     private func scratch() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-fresh-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
+        try ScratchFolder("imgd-fresh").path
     }
 
     private func entry(_ name: String, freshness: EntryFreshness? = nil) throws -> IndexEntry {

@@ -7,8 +7,9 @@ import Testing
 
 @Suite("Cache index and disk tier", .offThePool)
 struct CacheIndexTests {
-    private func scratch() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("imgd-index-\(UUID().uuidString)").path
+    private func scratch() throws -> String {
+        // A folder not made yet (opening the cache makes it), in a scratch folder.
+        try ScratchFolder("imgd-index").path("cache")
     }
 
     private func entry(_ name: String, bytes: Int = 100, content: [UInt8]? = nil) throws -> IndexEntry {
@@ -21,7 +22,7 @@ struct CacheIndexTests {
 
     @Test("rows round-trip; totals follow inserts, replacements and removals without a scan")
     func roundTripAndTotals() throws {
-        let folder = scratch()
+        let folder = try scratch()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let index = try CacheIndex(path: folder + "/index.sqlite")
@@ -41,7 +42,7 @@ struct CacheIndexTests {
 
     @Test("pinned bytes count the rows pinned now, read through an index of the pinned rows, not a scan")
     func pinnedBytesWithoutAScan() async throws {
-        let folder = scratch()
+        let folder = try scratch()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/index.sqlite"
@@ -64,7 +65,7 @@ struct CacheIndexTests {
 
     @Test("an index from before the rowid table is rebuilt as one at open: rows, totals, pins and generation kept; new rows and lookups work")
     func migratesWithoutRowidIndex() async throws {
-        let folder = scratch()
+        let folder = try scratch()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/index.sqlite"
@@ -127,7 +128,7 @@ struct CacheIndexTests {
 
     @Test("access times are batched: nothing is written until a flush, then one row per key")
     func batchedAccess() throws {
-        let folder = scratch()
+        let folder = try scratch()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let index = try CacheIndex(path: folder + "/index.sqlite")
@@ -147,7 +148,7 @@ struct CacheIndexTests {
 
     @Test("after an unclean shutdown, older rows need verification; a clean close trusts them again")
     func uncleanShutdown() throws {
-        let folder = scratch()
+        let folder = try scratch()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/index.sqlite"
@@ -172,7 +173,7 @@ struct CacheIndexTests {
 
     @Test("a stop that did not sync is clean for the rest of the boot; after a restart its entries are checked before use")
     func unsyncedStopIsCleanUntilReboot() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let content = Array("pretend png".utf8)
         let kept = try entry("kept", bytes: content.count, content: content)
@@ -222,7 +223,7 @@ struct CacheIndexTests {
 
     @Test("the disk tier drops an entry whose file size is wrong, and one whose content fails its SHA-256 after a crash")
     func lookupChecks() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let content = Array("pretend png".utf8)
         let good = try entry("good", bytes: content.count, content: content)
@@ -276,7 +277,7 @@ struct CacheIndexTests {
 
     @Test("a second owner of the same cache is refused with a message naming the holder, before it touches anything (the first one's arriving body is kept)")
     func singleInstance() throws {
-        let root = scratch()
+        let root = try scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let first = try DiskCache(root: root)
         // A body arriving in the first one's tmp/ when the second one tries to open the cache.

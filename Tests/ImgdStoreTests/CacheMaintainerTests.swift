@@ -134,7 +134,7 @@ struct DiskHealthTests {
 
     @Test("a cache folder that cannot be created again is a fault, and the check keeps trying")
     func folderCannotBeRecreated() throws {
-        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-parent-\(UUID().uuidString)").path
+        let parent = try ScratchFolder("imgd-parent").path("parent")
         let fixture = try CacheFixture(root: parent + "/cache")
         defer {
             fixture.remove()

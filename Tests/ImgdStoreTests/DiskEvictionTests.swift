@@ -9,7 +9,7 @@ import Testing
 struct DiskEvictionTests {
     /// A disk tier with `count` entries of `size` bytes, last used at 1000, 2000, … ms.
     private func filledCache(_ count: Int, size: Int = 100) throws -> (DiskCache, [IndexEntry], String) {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-evict-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-evict").path("cache")
         let disk = try DiskCache(root: root, limit: 1_000_000)
         var entries: [IndexEntry] = []
         for index in 0..<count {
@@ -158,7 +158,7 @@ struct DiskEvictionTests {
 struct RemovalDuringPublishTests {
     /// A cache with `url`'s entry recorded (row and file), last used long ago.
     private static func cacheWithOldEntry(_ url: ImageURL) throws -> (DiskCache, String) {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-publish-race-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-publish-race").path("cache")
         let disk = try DiskCache(root: root)
         let old = [UInt8](repeating: 1, count: 30)
         _ = try disk.directory.publishNew(old, as: url.cacheKey)
@@ -243,7 +243,7 @@ struct RemovalDuringPublishTests {
 struct ReconcileTests {
     @Test("slices remove rows without files and files without rows, and keep everything else")
     func reconcile() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-reconcile").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let disk = try DiskCache(root: root)
         var entries: [IndexEntry] = []
@@ -286,7 +286,7 @@ struct ReconcileTests {
 
     @Test("a file just published keeps its place until its row, due milliseconds later, can arrive")
     func youngOrphanIsKept() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-reconcile").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let disk = try DiskCache(root: root)
         let url = try ImageURL("http://example.com/young.png")
@@ -303,7 +303,7 @@ struct ReconcileTests {
 
     @Test("an old orphan whose key is being published again is left alone (the new file may be renamed over it at any moment); once its row is recorded it is an entry")
     func orphanBeingPublishedIsKept() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("imgd-reconcile-\(UUID().uuidString)").path
+        let root = try ScratchFolder("imgd-reconcile").path("cache")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let disk = try DiskCache(root: root)
         // What a kill between a publish and its row's batch leaves: a file without a row, old by

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI's short run of make test-tsan and make test-asan. Building the whole suite with a sanitizer
-# takes longer than CI's budget allows (see README, "Proofs under faults"), so this builds the
+# takes longer than CI's budget allows (see docs/development.md, "Proofs under faults"), so this builds the
 # imgd binary alone with the sanitizer (into the same .build-tsan or .build-asan folder the full
 # runs use) and runs the crash loop against it: claims, transfers, index batches, eviction under
 # a small disk-limit, the age sweep and restarts, on the daemon's real threads. Any report the

@@ -1,4 +1,5 @@
 import Foundation
+import ImgdTestSupport
 import Testing
 
 /// Starts the real `imgd` on a configuration file holding `text`, in a scratch folder of its

@@ -5,32 +5,51 @@ import Testing
 
 /// The real `imgd` daemon, started in a scratch folder for one test: its folders are the
 /// embedded default (`./imgd-data/...`) unless the arguments say otherwise, and its log goes
-/// to `imgd.log` in the scratch folder.
+/// to `imgd.log` (or `logName`) in the scratch folder. The one wrapper of a daemon child: behind
+/// a shell or `systemd-socket-activate` too (`launcher`), waiting for its socket or not.
 final class DaemonProcess: Sendable {
     let folder: String
     let socket: String
+    /// The file its stdout and stderr go to.
+    let logPath: String
     private let process: ChildProcess
 
-    /// Starts `imgd` with `arguments` in `folder` and waits until its socket answers `ping`.
-    /// `launcher` (a command and its arguments) runs imgd when given: it is started with imgd's
-    /// path and `arguments` after its own, and must exec imgd.
+    /// The variables systemd (or an outer imgd) may have set around the test run, which would
+    /// change how imgd and imgctl behave: where they notify, which socket they serve or ask,
+    /// their folders, the watchdog, memory pressure.
+    static let serviceVariables = [
+        "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "MEMORY_PRESSURE_WATCH",
+        "MEMORY_PRESSURE_WRITE", "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "IMGD_SOCKET",
+        "STATE_DIRECTORY", "CACHE_DIRECTORY", "RUNTIME_DIRECTORY",
+    ]
+
+    /// The test process's environment without ``serviceVariables``, then `adding` (which may set
+    /// any of them again): what every child the tests start from imgd's binaries gets.
+    static func environment(adding: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for name in serviceVariables { environment[name] = nil }
+        return environment.merging(adding) { $1 }
+    }
+
+    /// Starts `imgd` with `arguments` in `folder` and, unless `waitForSocket` is false, waits
+    /// until its socket answers `ping`. `environment` is added to the clean one
+    /// (``environment(adding:)``). `launcher` (a command and its arguments) runs imgd when given:
+    /// it is started with imgd's path and `arguments` after its own, and must exec imgd (a
+    /// shell, `systemd-socket-activate`, `prlimit`).
     static func start(
         in folder: String, arguments: [String] = [], environment: [String: String] = [:],
-        socket: String? = nil, waitForSocket: Bool = true, launcher: [String] = []
+        socket: String? = nil, waitForSocket: Bool = true, launcher: [String] = [], logName: String = "imgd.log"
     ) async throws -> DaemonProcess {
-        var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "MEMORY_PRESSURE_WATCH", "JOURNAL_STREAM", "WATCHDOG_USEC"]
-        where environment[name] == nil {
-            merged[name] = nil
-        }
-        let log = folder + "/imgd.log"
+        let log = folder + "/" + logName
         let command = launcher + [BinaryRunner.imgdPath] + arguments
         let process = try ChildProcess(
-            command[0], Array(command.dropFirst()), in: folder, environment: merged, stdout: .file(log), stderr: .file(log))
-        let daemon = DaemonProcess(folder: folder, socket: socket ?? folder + "/imgd-data/imgd.sock", process: process)
+            command[0], Array(command.dropFirst()), in: folder, environment: Self.environment(adding: environment),
+            stdout: .file(log), stderr: .file(log))
+        let daemon = DaemonProcess(
+            folder: folder, socket: socket ?? folder + "/imgd-data/imgd.sock", logPath: log, process: process)
         if waitForSocket {
             let socket = daemon.socket
-            let ready = await eventuallyAsync(timeout: .seconds(30)) {
+            let ready = await eventually(timeout: .seconds(30)) {
                 let answered = await onOwnThread { (try? ControlClient(path: socket).call(#"{"cmd":"ping"}"#)) != nil }
                 return answered || !process.isRunning
             }
@@ -41,9 +60,10 @@ final class DaemonProcess: Sendable {
         return daemon
     }
 
-    private init(folder: String, socket: String, process: ChildProcess) {
+    private init(folder: String, socket: String, logPath: String, process: ChildProcess) {
         self.folder = folder
         self.socket = socket
+        self.logPath = logPath
         self.process = process
     }
 
@@ -55,8 +75,13 @@ final class DaemonProcess: Sendable {
         if isRunning { kill(pid, SIGKILL) }
     }
 
-    /// Everything imgd logged so far.
-    var log: String { (try? String(contentsOfFile: folder + "/imgd.log", encoding: .utf8)) ?? "" }
+    /// Everything imgd (and its launcher) logged so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Sends `number` without waiting (see ``stop(_:sourceLocation:)`` for a stop that waits).
+    func signal(_ number: Int32) {
+        process.signal(number)
+    }
 
     /// Sends one request on a new connection and returns the reply, parsed.
     func call(_ line: String) async throws -> [String: Any] {
@@ -174,54 +199,6 @@ final class ControlClient {
     }
 }
 
-// MARK: - Polling the daemon
-
-/// Polls `condition` (which may talk to the daemon) every `interval` until it holds or `timeout`
-/// passes; returns whether it held. The async sibling of `eventually`.
-func eventuallyAsync(
-    timeout: Duration = .seconds(10), interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool
-) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if (try? await condition()) == true { return true }
-        do {
-            try await Task.sleep(for: interval)
-        } catch {
-            return false  // cancelled: the sleep would throw at once on every turn
-        }
-    }
-    return (try? await condition()) == true
-}
-
-/// Polls `state` (which may talk to the daemon) until it is done, failing once its progress (a
-/// count that grows while the daemon works, such as a claim's lines) has not grown for `stall`,
-/// or once `limit` has passed in all: a loaded machine takes longer, a stuck daemon still fails,
-/// and a daemon that creeps forward forever fails too. Returns whether it got done (false as
-/// well when the task is cancelled, rather than polling on without a pause).
-func eventuallyWhileProgressing(
-    stall: Duration = .seconds(30), limit: Duration = .seconds(600), interval: Duration = .milliseconds(100),
-    _ state: () async throws -> (progress: Int, done: Bool)
-) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    var best = Int.min
-    var lastGrowth = ContinuousClock.now
-    while true {
-        if let now = try? await state() {
-            if now.done { return true }
-            if now.progress > best {
-                best = now.progress
-                lastGrowth = .now
-            }
-        }
-        if ContinuousClock.now - lastGrowth > stall || ContinuousClock.now >= deadline { return false }
-        do {
-            try await Task.sleep(for: interval)
-        } catch {
-            return false  // cancelled: the sleep would throw at once on every turn
-        }
-    }
-}
-
 // MARK: - The spool
 
 extension DaemonProcess {
@@ -265,16 +242,15 @@ extension DaemonProcess {
     /// Waits until the list named `name` is in a finished state (`done`, `failed`, `cancelled`)
     /// and returns it as `lists` shows it; nil after `timeout`.
     func finishedList(_ name: String, timeout: Duration = .seconds(30)) async -> [String: Any]? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let list = try? await list(name), let state = list["state"] as? String,
+        var found: [String: Any]?
+        _ = await eventually(timeout: timeout, interval: .milliseconds(25)) {
+            guard let list = try await list(name), let state = list["state"] as? String,
                 ["done", "failed", "cancelled"].contains(state)
-            {
-                return list
-            }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(25))
+            else { return false }
+            found = list
+            return true
         }
+        return found
     }
 
     /// The parsed `NAME.report.json` in the spool's `sub` folder (`done`, `failed`), once it exists.

@@ -35,8 +35,7 @@ struct DownloaderFixture {
         server: TestHTTPServer? = nil
     ) async throws {
         if let server { self.server = server } else { self.server = try await TestHTTPServer.start() }
-        cacheRoot = FileManager.default.temporaryDirectory
-            .appendingPathComponent("imgd-test-\(UUID().uuidString)").path
+        cacheRoot = try ScratchFolder("imgd-test").path("cache")
         disk = try DiskCache(root: cacheRoot, limit: diskLimit)
         downloader = try Downloader(cache: disk, policy: policy)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ImgdCore
+import ImgdTestSupport
 
 @testable import ImgdStore
 
@@ -9,7 +10,7 @@ struct CacheFixture {
     let disk: DiskCache
 
     init(root: String? = nil, limit: Int = 1_000_000) throws {
-        self.root = root ?? FileManager.default.temporaryDirectory.appendingPathComponent("imgd-cache-\(UUID().uuidString)").path
+        self.root = try root ?? ScratchFolder("imgd-cache").path("cache")
         disk = try DiskCache(root: self.root, limit: limit)
     }
 

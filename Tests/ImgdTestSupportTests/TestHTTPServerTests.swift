@@ -127,7 +127,7 @@ import Testing
             let result = try await run.value
             #expect(result.exitCode == 0)
             #expect(result.bodies[0] == TestHTTPServer.body(for: target))
-            #expect(await waitUntil { server.inFlight == 0 })
+            #expect(await eventually(timeout: .seconds(5)) { server.inFlight == 0 })
             #expect(server.maxInFlight == 1)
 
             // An open gate stays open for later requests.
@@ -144,14 +144,14 @@ import Testing
             let overstated = try await curl([server.url("/img/t.png?bytes=1000&cl=+10")])
             #expect(overstated.exitCode == 18)
             #expect(overstated.header("Content-Length") == ["1010"])
-            #expect(await waitUntil { server.inFlight == 0 })
+            #expect(await eventually(timeout: .seconds(5)) { server.inFlight == 0 })
 
             // A stalled response stays in flight until the client gives up and closes.
             let stalled = try await curl(
                 [server.url("/img/t.png?bytes=1000&stall_after=10")], options: ["--max-time", "0.3"])
             #expect(stalled.exitCode == 28)
             #expect(stalled.bodies[0].count == 10)
-            #expect(await waitUntil { server.inFlight == 0 })
+            #expect(await eventually(timeout: .seconds(5)) { server.inFlight == 0 })
         }
     }
 
@@ -165,7 +165,7 @@ import Testing
             for run in runs {
                 #expect(try await run.value.exitCode == 0)
             }
-            #expect(await waitUntil { server.inFlight == 0 })
+            #expect(await eventually(timeout: .seconds(5)) { server.inFlight == 0 })
             #expect(server.maxInFlight == 5)
             server.resetCounters()
             #expect(server.maxInFlight == 0)
@@ -214,16 +214,6 @@ private func withServer(_ body: (TestHTTPServer) async throws -> Void) async thr
     try await server.shutdown()
 }
 
-/// Polls `condition` up to a deadline, for counters that settle just after curl exits.
-private func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return true
-}
-
 /// What one curl invocation did: its exit code, the response heads it printed, and each URL's body.
 private struct CurlResult: Sendable {
     var exitCode: Int32
@@ -256,9 +246,7 @@ private func curl(_ urls: [String], options: [String] = []) async throws -> Curl
 /// that finishes when curl exits. Heads go to stdout (small, read after exit); bodies go to files,
 /// so a large body cannot fill the pipe.
 private func startCurl(_ urls: [String], options: [String] = []) throws -> Task<CurlResult, any Error> {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("imgd-curl-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = URL(fileURLWithPath: try ScratchFolder("imgd-curl").path)
     let files = urls.indices.map { directory.appendingPathComponent("body-\($0)") }
     var arguments = ["--silent", "--max-time", "10", "--dump-header", "-"] + options
     for (url, file) in zip(urls, files) { arguments += ["--output", file.path, url] }
