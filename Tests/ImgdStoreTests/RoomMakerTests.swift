@@ -8,10 +8,6 @@ import Testing
 
 @Suite("Room for arriving bodies", .offThePool)
 struct RoomMakerTests {
-    private func scratch() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("imgd-room-\(UUID().uuidString)/cache").path
-    }
-
     /// What each request for room was answered, in the order answered.
     final class Answers: Sendable {
         let list = Mutex<[(String, Bool)]>([])
@@ -22,9 +18,9 @@ struct RoomMakerTests {
 
     @Test("a request waiting for the publisher to settle does not hold the housekeeping executor: a later request that fits is answered first")
     func waitForSettleFreesTheExecutor() async throws {
-        let root = scratch()
-        defer { try? FileManager.default.removeItem(atPath: (root as NSString).deletingLastPathComponent) }
-        let disk = try DiskCache(root: root, limit: 1000)
+        let scratch = try ScratchFolder("imgd-room")
+        defer { scratch.remove() }
+        let disk = try DiskCache(root: scratch.path("cache"), limit: 1000)
         defer { try? disk.close() }
         // 900 bytes held by bodies whose rows are not committed: nothing in the index to evict.
         #expect(disk.budget.tryReserve(900))
@@ -54,9 +50,9 @@ struct RoomMakerTests {
 
     @Test("a request that eviction and settling cannot satisfy is refused, once, and reserves nothing")
     func refusedWhenNothingCanGo() async throws {
-        let root = scratch()
-        defer { try? FileManager.default.removeItem(atPath: (root as NSString).deletingLastPathComponent) }
-        let disk = try DiskCache(root: root, limit: 1000)
+        let scratch = try ScratchFolder("imgd-room")
+        defer { scratch.remove() }
+        let disk = try DiskCache(root: scratch.path("cache"), limit: 1000)
         defer { try? disk.close() }
         #expect(disk.budget.tryReserve(900))
         let answers = Answers()
