@@ -267,7 +267,7 @@ struct DaemonCommandHandlerTests {
             for change in ["add: 3 URLs queued", "evict: 1 entries", "purge: disk tier", "cancel: ", "retry: ", "fsck: checked"] {
                 #expect(log.contains(change), "no \(change) in the log:\n\(log)")
             }
-            #expect(log.contains("(by pid 1 uid 0 gid 0)"), "\(log)")
+            #expect(log.contains(#"peer="pid 1 uid 0 gid 0""#), "\(log)")
         }
     }
 
@@ -369,7 +369,7 @@ struct DaemonCommandHandlerTests {
             ] as [(String, [String: JSONValue])] {
                 #expect(await fixture.code(command, arguments, as: Fixture.stranger)?.code == "forbidden", "\(command) \(arguments)")
             }
-            #expect(fixture.log().contains("refused evict: forbidden (by pid 2 uid 65534 gid 65534)"))
+            #expect(fixture.log().contains(#"refused evict: forbidden peer="pid 2 uid 65534 gid 65534""#))
             // What a stranger may do: read, purge the memory tier, fetch.
             _ = try await fixture.object("purge", ["tier": "memory"], as: Fixture.stranger)
             _ = try await fixture.object("get", ["url": url], as: Fixture.stranger)

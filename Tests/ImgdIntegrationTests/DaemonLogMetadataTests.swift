@@ -21,13 +21,16 @@ struct DaemonLogMetadataTests {
         try await server.shutdown()
 
         let lines = daemon.log.split(separator: "\n").map(String.init)
-        #expect(lines.contains(#"imgd: claimed list two words.txt: 1 lines list="two words.txt""#), "log:\n\(daemon.log)")
+        // The text says what happened; the metadata says to what (or by whom), once.
+        #expect(lines.contains(#"imgd: list claimed: 1 line list="two words.txt""#), "log:\n\(daemon.log)")
         #expect(
-            lines.contains { $0.hasPrefix("imgd: list two words.txt done: ") && $0.hasSuffix(#" list="two words.txt""#) },
+            lines.contains { $0.hasPrefix("imgd: list done: ") && $0.hasSuffix(#" list="two words.txt""#) },
             "log:\n\(daemon.log)")
         #expect(
-            lines.contains { $0.hasPrefix("imgd: purge: memory tier (by pid ") && $0.contains(#" peer="pid "#) && $0.hasSuffix(#" uid \#(getuid()) gid \#(getgid())""#) },
+            lines.contains { $0.hasPrefix(#"imgd: purge: memory tier peer="pid "#) && $0.hasSuffix(#" uid \#(getuid()) gid \#(getgid())""#) },
             "log:\n\(daemon.log)")
+        #expect(lines.filter { $0.contains("two words.txt") }.allSatisfy { $0.components(separatedBy: "two words.txt").count == 2 },
+                "a line names its list twice; log:\n\(daemon.log)")
     }
 
     @Test("log-level: below it nothing is written; a reload to a lower level applies at once")
@@ -42,14 +45,14 @@ struct DaemonLogMetadataTests {
 
         try daemon.drop("quiet.txt", server.url("/img/q.png") + "\n")
         #expect(await daemon.finishedList("quiet.txt") != nil, "log:\n\(daemon.log)")
-        #expect(!daemon.log.contains("imgd: ready") && !daemon.log.contains("claimed list quiet.txt"), "log:\n\(daemon.log)")
+        #expect(!daemon.log.contains("imgd: ready") && !daemon.log.contains("list claimed: 1 line list=quiet.txt"), "log:\n\(daemon.log)")
 
         try #"log-level = "info""#.write(toFile: config, atomically: true, encoding: .utf8)
         kill(daemon.pid, SIGHUP)
         // The new level applies before the reload logs what it changed.
         #expect(await eventually(timeout: .seconds(20)) { daemon.log.contains("imgd: reloaded: log-level = info") }, "log:\n\(daemon.log)")
         try daemon.drop("heard.txt", server.url("/img/h.png") + "\n")
-        #expect(await eventually(timeout: .seconds(20)) { daemon.log.contains("claimed list heard.txt: 1 lines") }, "log:\n\(daemon.log)")
+        #expect(await eventually(timeout: .seconds(20)) { daemon.log.contains("list claimed: 1 line list=heard.txt") }, "log:\n\(daemon.log)")
         #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         #expect(daemon.log.contains("imgd: stopped"), "log:\n\(daemon.log)")
         try await server.shutdown()

@@ -75,7 +75,7 @@ struct DaemonSystemdEnvironmentTests {
         #expect(!lines.isEmpty && lines.allSatisfy { $0.range(of: #"^<[3-7]>"#, options: .regularExpression) != nil }, "log:\n\(daemon.log)")
         #expect(lines.contains("<6>ready"), "log:\n\(daemon.log)")
         #expect(lines.contains("<5>memory pressure: disabled (MEMORY_PRESSURE_WATCH is /dev/null)"), "log:\n\(daemon.log)")
-        #expect(lines.contains { $0.hasPrefix("<4>refused link.txt in the spool: ") }, "log:\n\(daemon.log)")
+        #expect(lines.contains { $0.hasPrefix("<4>list refused in the spool: ") && $0.hasSuffix(" list=link.txt") }, "log:\n\(daemon.log)")
 
         // An error (a bad setting) at its priority, and the exit status for it.
         let refused = try await DaemonProcess.start(
@@ -94,7 +94,7 @@ struct DaemonSystemdEnvironmentTests {
         #expect(await plain.stop() == 0, "log:\n\(plain.log)")
         let plainLines = plain.log.split(separator: "\n")
         #expect(plainLines.contains("imgd: ready"), "log:\n\(plain.log)")
-        #expect(plainLines.contains { $0.hasPrefix("imgd: warning: refused link2.txt in the spool: ") }, "log:\n\(plain.log)")
+        #expect(plainLines.contains { $0.hasPrefix("imgd: warning: list refused in the spool: ") && $0.hasSuffix(" list=link2.txt") }, "log:\n\(plain.log)")
         #expect(!plainLines.contains { $0.hasPrefix("<") }, "log:\n\(plain.log)")
     }
 

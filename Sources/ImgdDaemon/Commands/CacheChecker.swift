@@ -23,7 +23,9 @@ actor CacheChecker {
             try disk.checkAll(removingOrphans: false) { entry, problem in
                 memory.remove(entry.key)
                 bytes += entry.bytes
-                logger.warning("fsck: removed \(EchoedText.cut(entry.url)): \(problem)", metadata: ["url": "\(entry.url)"])
+                var entryLogger = logger
+                entryLogger[metadataKey: "url"] = "\(entry.url)"
+                entryLogger.warning("fsck: entry removed: \(problem)")
             }
         }
         return checked.map { ($0, bytes) }

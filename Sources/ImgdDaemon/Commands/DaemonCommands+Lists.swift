@@ -17,8 +17,7 @@ extension DaemonCommands {
     /// escapes it.
     func refusal(_ verb: String, list name: String, owner: UInt32?) -> ControlError {
         let peer = request.peer
-        services.logger.notice(
-            "refused \(verb) of list \(EchoedText.cut(name)): forbidden (by \(peer))", metadata: ["list": "\(name)", "peer": "\(peer)"])
+        peerLogger.forList(name).notice("refused \(verb) of the list: forbidden")
         let whose = owner.map { "uid \($0)" } ?? "a user not recorded"
         let acting = verb == "cancel" ? "cancelling" : "retrying"
         return .forbidden(

@@ -8,8 +8,7 @@ extension DaemonCommands {
         do {
             return try await body()
         } catch {
-            services.logger.error(
-                "the state database failed while \(what) (for \(request.peer)): \(error)", metadata: ["peer": "\(request.peer)"])
+            peerLogger.error("the state database failed while \(what): \(error)")
             throw .stateUnavailable(what: what, cause: "\(error)")
         }
     }

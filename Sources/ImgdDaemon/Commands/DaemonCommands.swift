@@ -46,8 +46,11 @@ struct DaemonCommands {
         }
     }
 
+    /// The daemon's logger with this request's `peer=` on every line.
+    var peerLogger: Logger { services.logger.forPeer(request.peer) }
+
     func logChange(_ what: String) {
-        services.logger.info("\(what) (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
+        peerLogger.info("\(what)")
     }
 
     /// Who may run the destructive commands, with the admin group of the running settings.
@@ -60,7 +63,7 @@ struct DaemonCommands {
         do {
             try authority.require(request.peer, for: what)
         } catch {
-            services.logger.notice("refused \(what): forbidden (by \(request.peer))", metadata: ["peer": "\(request.peer)"])
+            peerLogger.notice("refused \(what): forbidden")
             throw error
         }
     }

@@ -57,7 +57,7 @@ extension ListClaimer {
         } else if entry.withCString({ unlinkat(folders.spool, $0, 0) }) != 0, errno != ENOENT {
             reason += "; but it could not be removed: \(String(cString: strerror(errno)))"
         }
-        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
+        logger.forList(name).warning("list refused in the spool: \(reason)")
         reports.writeRefusal(name: name, reason: reason, code: nil, as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }
@@ -68,7 +68,7 @@ extension ListClaimer {
     /// `target`: its name in `failed/` (by default the dropped name, shortened when long).
     func refuse(_ entry: SpoolEntryName, movingItBecause reason: String, code: String? = nil, as target: String? = nil) {
         let name = entry.display
-        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
+        logger.forList(name).warning("list refused in the spool: \(reason)")
         let target = target ?? SpoolEntryName.fileName(for: name)
         let moved = folders.move(entry, from: folders.spool, to: folders.failed, as: target) ?? freeReportName(for: name)
         reports.writeRefusal(name: name, reason: reason, code: code, as: moved)
@@ -81,7 +81,7 @@ extension ListClaimer {
     func refuseReplaced(name: String, by kind: String) {
         let reason = "it was replaced while being claimed (by \(kind)); the claim was dropped and what replaced it removed "
             + "(drop the list again, and leave it in place until it is claimed)"
-        logger.warning("refused \(name) in the spool: \(reason)", metadata: ["list": "\(name)"])
+        logger.forList(name).warning("list refused in the spool: \(reason)")
         reports.writeRefusal(name: name, reason: reason, code: FailureCode.badList.rawValue, as: freeReportName(for: name))
         onEvent(.refused(name: name, reason: reason))
     }

@@ -237,7 +237,7 @@ actor ListClaimer {
         guard reading != .stopped else {
             // The file stays in the spool; the next start drops the half-made claim (see
             // `SpoolService.resume()`) and claims the file anew, whole.
-            logger.info("stopping: list \(name) left in the spool, to be claimed at the next start", metadata: ["list": "\(name)"])
+            logger.forList(name).info("stopping: list left in the spool, to be claimed at the next start")
             return
         }
         // The URLs on disk before the file leaves the spool: commits are not synced (WAL,
@@ -247,10 +247,10 @@ actor ListClaimer {
         do {
             try store.checkpoint()
         } catch {
-            logger.warning("cannot sync the state database before moving list \(name) to .claimed/: \(error)", metadata: ["list": "\(name)"])
+            logger.forList(name).warning("cannot sync the state database before moving the list to .claimed/: \(error)")
         }
         guard let moved = folders.move(entry, from: folders.spool, to: folders.claimed, as: record.claimedFile) else {
-            logger.error("cannot move list \(name) to .claimed/: \(String(cString: strerror(errno))); leaving it", metadata: ["list": "\(name)"])
+            logger.forList(name).error("cannot move the list to .claimed/: \(String(cString: strerror(errno))); leaving it")
             abandon(record)
             return
         }
@@ -277,9 +277,7 @@ actor ListClaimer {
         } catch {
             // Harmless: it is warmed all the same, its finish records its state, and a restart
             // before that finds its file in `.claimed/` and marks it claimed then.
-            logger.warning(
-                "cannot mark list \(name) claimed in the state database, ignoring (it is warmed all the same): \(error)",
-                metadata: ["list": "\(name)"])
+            logger.forList(name).warning("cannot mark the list claimed in the state database, ignoring (it is warmed all the same): \(error)")
         }
         let cancelled = reading == .cancelled
         if cancelled {
@@ -288,13 +286,11 @@ actor ListClaimer {
             } catch {
                 // Its run is cancelled and fails what is still pending when it finishes.
                 cancelledURLs = 0
-                logger.warning(
-                    "cannot fail the URLs of cancelled list \(name) in the state database now (its finish does): \(error)",
-                    metadata: ["list": "\(name)"])
+                logger.forList(name).warning("cannot fail the URLs of the cancelled list in the state database now (its finish does): \(error)")
             }
-            logger.info("claim of list \(record.name) cancelled after \(total) lines", metadata: ["list": "\(record.name)"])
+            logger.forList(record.name).info("list's claim cancelled after \(Self.lines(total))")
         } else {
-            logger.info("claimed list \(record.name): \(total) lines", metadata: ["list": "\(record.name)"])
+            logger.forList(record.name).info("list claimed: \(Self.lines(total))")
         }
         onEvent(.listClaimed(name: record.name, total: total))
         handOver(record, cancelled: cancelled)
@@ -309,9 +305,7 @@ actor ListClaimer {
             onClaimed(claimed, cancelled)
         } catch {
             if !failedBefore {
-                logger.error(
-                    "cannot read claimed list \(record.name) back from the state database: \(error); trying again every second",
-                    metadata: ["list": "\(record.name)"])
+                logger.forList(record.name).error("cannot read the claimed list back from the state database: \(error); trying again every second")
             }
             executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
                 assumeIsolated { $0.handOver(record, cancelled: cancelled, failedBefore: true) }
@@ -319,14 +313,16 @@ actor ListClaimer {
         }
     }
 
+    /// "1 line", "2 lines".
+    static func lines(_ count: Int) -> String { count == 1 ? "1 line" : "\(count) lines" }
+
     /// Leaves `entry` in the spool after the state database failed to record it (`error`), and
     /// claims it again in a moment: nothing else would, before a restart (the watcher reports a
     /// name once). Logged the first time for each list.
     private func claimLater(_ entry: SpoolEntryName, because error: some Error) {
         if waitingForState.insert(entry).inserted {
-            logger.error(
-                "cannot record list \(entry.display) in the state database, leaving it in the spool and trying again every second: \(error)",
-                metadata: ["list": "\(entry.display)"])
+            logger.forList(entry.display).error(
+                "cannot record the list in the state database, leaving it in the spool and trying again every second: \(error)")
         }
         executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
             assumeIsolated { $0.claimNow(entry) }
@@ -339,9 +335,8 @@ actor ListClaimer {
         do {
             try store.abandonClaim(list: record.id)
         } catch {
-            logger.warning(
-                "cannot drop the half-made claim of list \(record.name) from the state database, ignoring (the next start drops it): \(error)",
-                metadata: ["list": "\(record.name)"])
+            logger.forList(record.name).warning(
+                "cannot drop the list's half-made claim from the state database, ignoring (the next start drops it): \(error)")
         }
         pruner.schedule()  // its rows
     }

@@ -130,7 +130,7 @@ struct ListReportWriter: Sendable {
         let temp = ".\(name).report.json.tmp"
         let fd = openat(folder, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o640)
         guard fd >= 0 else {
-            logger.error("cannot write the report of \(name): \(String(cString: strerror(errno)))", metadata: ["list": "\(name)"])
+            logger.forList(name).error("cannot write the list's report: \(String(cString: strerror(errno)))")
             return
         }
         var json = JSONStreamWriter(fileDescriptor: fd)
@@ -147,7 +147,7 @@ struct ListReportWriter: Sendable {
         close(fd)
         if failure == nil, renameat(folder, temp, folder, name + ".report.json") != 0 { failure = errno }
         if let failure {
-            logger.error("cannot write the report of \(name): \(String(cString: strerror(failure)))", metadata: ["list": "\(name)"])
+            logger.forList(name).error("cannot write the list's report: \(String(cString: strerror(failure)))")
             unlinkat(folder, temp, 0)
         }
     }

@@ -36,9 +36,8 @@ extension SpoolService {
                         try store.finishClaim(list: record.id)
                     } catch {
                         // Harmless: it is warmed all the same, and its finish records its state.
-                        logger.warning(
-                            "cannot mark list \(record.name) claimed in the state database, ignoring (it is warmed all the same): \(error)",
-                            metadata: ["list": "\(record.name)"])
+                        logger.forList(record.name).warning(
+                            "cannot mark the list claimed in the state database, ignoring (it is warmed all the same): \(error)")
                     }
                     admit(record)
                 } else {
@@ -47,9 +46,8 @@ extension SpoolService {
                         try store.abandonClaim(list: record.id)
                     } catch {
                         // Harmless: the half-made claim is looked at again at the next start.
-                        logger.warning(
-                            "cannot drop the half-made claim of list \(record.name) from the state database, ignoring (the next start drops it): \(error)",
-                            metadata: ["list": "\(record.name)"])
+                        logger.forList(record.name).warning(
+                            "cannot drop the list's half-made claim from the state database, ignoring (the next start drops it): \(error)")
                     }
                 }
             case .active:
@@ -81,9 +79,8 @@ extension SpoolService {
                 (info.st_mode & S_IFMT) == S_IFREG, info.st_dev == file.st_dev, info.st_ino == file.st_ino
             else { continue }
             _ = name.withCString { unlinkat(folders.spool, $0, 0) }
-            logger.info(
-                "removed \(name.display) from the spool: a claim that a kill interrupted had moved it to .claimed/ already",
-                metadata: ["list": "\(name.display)"])
+            logger.forList(name.display).info(
+                "list removed from the spool: a claim that a kill interrupted had moved it to .claimed/ already")
         }
     }
 

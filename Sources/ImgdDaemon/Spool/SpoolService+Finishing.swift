@@ -21,7 +21,7 @@ extension SpoolService {
             guard let read = try store.list(id) else { return }
             record = read
         } catch {
-            stateFailed("reading list \(run.name) from the state database", error, list: run.name)
+            stateFailed("reading the list from the state database", error, list: run.name)
             return
         }
         if run.cancelled, record.pending > 0, outcomes.isEmpty {
@@ -30,7 +30,7 @@ extension SpoolService {
                 _ = try store.failPending(list: id, code: FailureCode.cancelled.rawValue, message: "the list was cancelled")
                 record = try store.list(id) ?? record
             } catch {
-                stateFailed("failing the URLs of cancelled list \(record.name) in the state database", error, list: record.name)
+                stateFailed("failing the URLs of the cancelled list in the state database", error, list: record.name)
                 return
             }
         }
@@ -55,7 +55,7 @@ extension SpoolService {
             do {
                 try store.setFinishedFile(list: id, file: fileName)
             } catch {
-                stateFailed("recording where list \(record.name) goes in the state database", error, list: record.name)
+                stateFailed("recording where the list goes in the state database", error, list: record.name)
                 return
             }
         }
@@ -65,16 +65,15 @@ extension SpoolService {
             try reports.writeReport(for: record, as: moved, in: destination)
             try store.finish(list: id, state: record.state, at: record.finishedAt!, file: moved)
         } catch {
-            stateFailed("finishing list \(record.name) in the state database", error, list: record.name)
+            stateFailed("finishing the list in the state database", error, list: record.name)
             return
         }
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
         if run.tookTurn { turns.withLock { $0.warmed -= 1 } }
-        logger.info(
-            "list \(record.name) \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed",
-            metadata: ["list": "\(record.name)"])
+        logger.forList(record.name).info(
+            "list \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))
         // Its turn goes to the list that has waited longest.
         startWaiting()

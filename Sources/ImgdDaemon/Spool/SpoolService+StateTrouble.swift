@@ -30,9 +30,7 @@ extension SpoolService {
         stateTrouble.isFailing = true
         if !stateTrouble.isAnnounced {
             stateTrouble.isAnnounced = true
-            var metadata: Logger.Metadata = [:]
-            if let list { metadata["list"] = "\(list)" }
-            logger.error("\(what()) failed: \(error); lists wait, and imgd tries again every second", metadata: metadata)
+            (list.map(logger.forList) ?? logger).error("\(what()) failed: \(error); lists wait, and imgd tries again every second")
         }
         scheduleStateRetry()
     }

@@ -28,9 +28,8 @@ extension SpoolService {
             startRun(record)
             return
         }
-        logger.info(
-            "list \(record.name) waits for its turn (position \(position)): max-active-lists (\(warming.maxActiveLists)) lists are being warmed",
-            metadata: ["list": "\(record.name)"])
+        logger.forList(record.name).info(
+            "list waits for its turn (position \(position)): max-active-lists (\(warming.maxActiveLists)) lists are being warmed")
     }
 
     /// Starts the waiting lists, in turn, while fewer than ``WarmingLimits/activeLists`` are
@@ -57,7 +56,7 @@ extension SpoolService {
             return turns.waiting.remove(at: next)
         }) {
             warmedBy[record.keyOwner, default: 0] += 1
-            logger.info("list \(record.name) starts: its turn came", metadata: ["list": "\(record.name)"])
+            logger.forList(record.name).info("list starts: its turn came")
             startRun(record)
             started = true
         }
@@ -97,7 +96,7 @@ extension SpoolService {
                 if !high { rows = try store.pendingURLs(list: id, after: run.cursor, limit: room) }
             } catch {
                 // Not read is not exhausted: read again on the retry.
-                stateFailed("reading the pending URLs of list \(run.name) from the state database", error, list: run.name)
+                stateFailed("reading the list's pending URLs from the state database", error, list: run.name)
                 return
             }
             if !high {
