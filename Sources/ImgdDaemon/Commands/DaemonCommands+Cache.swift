@@ -21,21 +21,21 @@ extension DaemonCommands {
     /// What ``cachedImage(tier:)`` answers, before it is made JSON: counted as a get and a hit;
     /// nil, and nothing counted, on a miss.
     func cachedHit(tier: CacheSource) throws(ControlError) -> TierAnswer? {
-        let image = try imageRequest()
-        let data = try request.bool("data", default: false)
-        let need: CacheNeed = data ? .bytes : .file
+        let arguments = try getArguments()
+        let image = arguments.image, data = arguments.data, need = arguments.need
         let tiers = services.tiers
         let found: CacheHit?
         if tier == .memory {
             found = tiers.memoryLookup(image.key, needs: need)
             if data, let found, Self.hasDigest(found, image) { try checkDataSize(found.entry.entry.bytes) }
-        } else if data {
-            // The size first, from the index: an image too large to return is never read.
-            guard let entry = tiers.diskLookup(image.key, needs: .file), Self.hasDigest(entry, image) else { return nil }
-            try checkDataSize(entry.entry.entry.bytes)
-            found = tiers.diskLookup(image.key, needs: .bytes)
         } else {
-            found = tiers.diskLookup(image.key, needs: .file)
+            // One index query. The size first, from the row: an image too large to return is
+            // never read.
+            guard let entry = tiers.disk.lookup(image.key) else { return nil }
+            tiers.disk.index.recordAccess(image.key, at: WallClock.nowMilliseconds())
+            guard image.expectedSHA256 == nil || image.expectedSHA256 == entry.entry.sha256 else { return nil }
+            if data { try checkDataSize(entry.entry.bytes) }
+            found = tiers.diskHit(entry, needs: need)
         }
         // An entry with another digest than the one asked for is a miss: `get` fetches again.
         guard let hit = found, Self.hasDigest(hit, image) else { return nil }
