@@ -129,7 +129,7 @@ extension DaemonCommands {
         let url = image.url
         let fetch = try request.bool("fetch", default: true)
         let wait = try request.bool("wait", default: true)
-        if let cached = try cachedImage(tier: .disk) { return cached }
+        if let cached = try cachedImage(tier: .disk, arguments: arguments) { return cached }
         services.counters.update { counters in
             counters.gets += 1
             counters.misses += 1

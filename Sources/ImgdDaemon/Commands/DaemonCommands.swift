@@ -86,12 +86,11 @@ struct DaemonCommands {
         var need: CacheNeed { data ? .bytes : .file }
     }
 
-    /// `get`'s arguments, as parsed for this request already, else parsed now and kept.
+    /// `get`'s arguments, as parsed for this request already (kept by a memory miss), else
+    /// parsed now.
     func getArguments() throws(ControlError) -> GetArguments {
         if let parsed = request.prepared.value(as: GetArguments.self) { return parsed }
-        let parsed = GetArguments(image: try imageRequest(), data: try request.bool("data", default: false))
-        request.prepared.keep(parsed)
-        return parsed
+        return GetArguments(image: try imageRequest(), data: try request.bool("data", default: false))
     }
 
     /// `get`'s image: its `url`, stored under the `key` it chose or the URL's key under the
