@@ -39,6 +39,8 @@ final class DaemonServices: Sendable {
     var counters: DaemonCounters { outcomes.counters }
     /// Every URL's outcome, counted and published in one place.
     let outcomes: OutcomeRecorder
+    /// `add`'s pins, written in batches off the engine's thread.
+    let pins: PinWriter
     let startedAt = ContinuousClock.now
     /// Set while a `fsck` runs: one check at a time reads the whole cache (a second is refused
     /// at once, not queued behind it).
@@ -61,6 +63,7 @@ final class DaemonServices: Sendable {
         outcomes: OutcomeRecorder
     ) {
         self.outcomes = outcomes
+        pins = PinWriter(index: disk.index, outcomes: outcomes, logger: logger)
         self.options = options
         self.logger = logger
         self.config = Locked(config)
@@ -215,13 +218,13 @@ final class DaemonServices: Sendable {
     /// Without `signals` (tests), only ``ServiceGroup/triggerGracefulShutdown()`` stops it.
     func serviceGroup(signals: SignalService?) -> ServiceGroup {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: StateService(spool: spool, disk: disk, stateLock: stateLock, logger: logger)),
+            .init(service: StateService(spool: spool, pins: pins, disk: disk, stateLock: stateLock, logger: logger)),
             .init(service: maintainer),
             .init(service: PressureWatchService(pressure: pressure, logger: logger)),
             .init(service: ProgressReporter(
                 notifier: notifier,
                 probe: { [downloader, spool] in
-                    _ = await downloader.rememberedFailures()  // a round trip through the engine's loop
+                    await downloader.ping()  // a round trip through the engine's loop
                     await spool.respond()  // and through the spool's queue
                 },
                 status: { self.statusLine() })),
@@ -241,7 +244,7 @@ final class DaemonServices: Sendable {
         await spool.stop()
         await server.stop()
         _ = await downloader.shutdown(within: Daemon.stopDeadline)
-        await StateService(spool: spool, disk: disk, stateLock: stateLock, logger: logger).close()
+        await StateService(spool: spool, pins: pins, disk: disk, stateLock: stateLock, logger: logger).close()
     }
 
     private static func makeFolder(_ path: String) throws(SpoolError) {

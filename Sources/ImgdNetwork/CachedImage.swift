@@ -1,4 +1,5 @@
 import ImgdCore
+import ImgdStore
 
 /// An image that is in the cache, and where it came from.
 public struct CachedImage: Sendable {
@@ -22,6 +23,10 @@ public struct CachedImage: Sendable {
     public let source: Source
     /// What was learned while downloading it; nil when it came from disk.
     public let download: DownloadRecord?
+    /// The index row recorded for it: the one the publisher wrote for a download, the one found
+    /// for an image on disk; nil when not at hand (a revalidation's `304`). A caller that has it
+    /// need not ask the index again.
+    public internal(set) var entry: IndexEntry? = nil
 }
 
 /// What imgd keeps about one completed download.

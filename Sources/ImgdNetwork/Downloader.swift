@@ -193,12 +193,15 @@ public final class Downloader: Sendable {
     }
 
     /// The image `request` asks for, from disk if cached (with the digest it names, if any),
-    /// else downloaded, validated and cached.
-    /// `caller` is the uid it is fetched for (``cancel(url:caller:)`` by that uid stops it).
+    /// else downloaded, validated and cached; the result carries the index row recorded
+    /// (``CachedImage/entry``). `caller` is the uid it is fetched for (``cancel(url:caller:)``
+    /// by that uid stops it). `checkingDisk: false` is for a caller that has just looked the key
+    /// up itself and found nothing: the index is not asked again.
     public func fetch(
-        _ request: ImageRequest, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive, caller: UInt32? = nil
+        _ request: ImageRequest, priority: FetchPriority = .onDemand, submitter: SubmitterID = .interactive, caller: UInt32? = nil,
+        checkingDisk: Bool = true
     ) async throws(DownloadError) -> CachedImage {
-        if let image = cachedImage(for: request) { return image }
+        if checkingDisk, let image = cachedImage(for: request) { return image }
         _ = held.take(1, bytes: HeldRequests.bytes(of: request.url), limit: nil)
         let token = FetchToken(request: request, priority: priority, submitter: submitter, held: held, caller: caller)
         let outcome = await withTaskCancellationHandler {
@@ -261,7 +264,9 @@ public final class Downloader: Sendable {
             revalidateIfDue(request, entry: entry.entry)
             handler(
                 request.url,
-                .success(CachedImage(url: request.url, key: request.key, path: entry.path, bytes: entry.entry.bytes, source: .disk, download: nil)))
+                .success(CachedImage(
+                    url: request.url, key: request.key, path: entry.path, bytes: entry.entry.bytes, source: .disk, download: nil,
+                    entry: entry.entry)))
         }
         guard !missing.isEmpty else { return true }
         let tokens = missing.map {
@@ -294,7 +299,8 @@ public final class Downloader: Sendable {
         else { return nil }
         cache.index.recordAccess(request.key, at: WallClock.nowMilliseconds())
         revalidateIfDue(request, entry: found.entry)
-        return CachedImage(url: request.url, key: request.key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil)
+        return CachedImage(
+            url: request.url, key: request.key, path: found.path, bytes: found.entry.bytes, source: .disk, download: nil, entry: found.entry)
     }
 
     /// Cancels the requests for `url`: every one when `caller` is nil, else only those asked
@@ -337,6 +343,16 @@ public final class Downloader: Sendable {
         precondition(policy.maxParallel >= 1 && policy.maxPerHost >= 1, "transfer caps must be at least 1")
         maxPendingRevalidations.store(policy.maxPendingRevalidations, ordering: .relaxed)
         engine.send(.updatePolicy(policy))
+    }
+
+    /// Returns once the engine's loop has taken a command sent now, and did nothing for it: a
+    /// round trip through the loop, for the watchdog (a loop stuck in a turn never answers).
+    /// A stopped engine answers at once. Costs nothing on the loop, unlike
+    /// ``rememberedFailures()``, which copies up to ``DownloadPolicy/maxRememberedFailures``.
+    public func ping() async {
+        await withCheckedContinuation { continuation in
+            if !engine.send(.ping { continuation.resume() }) { continuation.resume() }
+        }
     }
 
     /// The failures remembered now (each URL is answered with its error without a new attempt

@@ -1,4 +1,5 @@
 import ImgdCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +33,9 @@ public final class DiskCache: Sendable {
     /// Keys whose file is being published and whose row is not recorded yet, with how many
     /// bodies of each are: the reconcile leaves their files alone (see ``beginPublishing(_:)``).
     let publishing = Locked<[CacheKey: Int]>([:])
+    /// Index queries made by ``lookup(_:)`` (one key or several), in all: how tests see that a
+    /// request asks the index once.
+    package let lookups = Atomic<Int>(0)
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30
@@ -65,6 +69,7 @@ public final class DiskCache: Sendable {
 
     /// The cached entry for `key`, checked (see the type's notes), or nil.
     public func lookup(_ key: CacheKey) -> CachedEntry? {
+        lookups.add(1, ordering: .relaxed)
         guard let row = try? index.entry(for: key) else { return nil }
         return checked(row)
     }
@@ -72,6 +77,7 @@ public final class DiskCache: Sendable {
     /// The cached entries of those `keys` that have one, each checked as by ``lookup(_:)``; the
     /// rows are read in one index transaction (a list's URLs before they are queued).
     public func lookup(_ keys: [CacheKey]) -> [CacheKey: CachedEntry] {
+        lookups.add(1, ordering: .relaxed)
         guard let rows = try? index.entries(for: keys) else { return [:] }
         return rows.compactMapValues(checked)
     }
@@ -205,6 +211,11 @@ public struct CachedEntry: Sendable, Equatable {
     public let entry: IndexEntry
     /// Absolute path of the file.
     public let path: String
+
+    public init(entry: IndexEntry, path: String) {
+        self.entry = entry
+        self.path = path
+    }
 }
 
 /// Why the disk tier could not be opened.

@@ -52,13 +52,31 @@ public final class TieredCache: Sendable {
     public func diskLookup(_ key: CacheKey, needs need: CacheNeed) -> CacheHit? {
         guard let found = disk.lookup(key) else { return nil }
         disk.index.recordAccess(key, at: WallClock.nowMilliseconds())
+        return diskHit(found, needs: need)
+    }
+
+    /// The hit for `found`, a disk entry in hand (looked up by the caller, its access noted),
+    /// without asking the index again: its bytes read when asked for or small enough to keep,
+    /// filling the memory tier; nil when they were asked for and cannot be read.
+    public func diskHit(_ found: CachedEntry, needs need: CacheNeed) -> CacheHit? {
         var bytes: [UInt8]?
         if need == .bytes || found.entry.bytes <= memory.statistics.limitBytes / 8 {
             bytes = Self.read(found)
-            if let bytes { memory.insert(MemoryImage(bytes: bytes, entry: found), for: key) }
+            if let bytes { memory.insert(MemoryImage(bytes: bytes, entry: found), for: found.entry.key) }
             if bytes == nil, need == .bytes { return nil }  // gone or changed since the size check
         }
         return CacheHit(entry: found, bytes: need == .bytes ? bytes : nil, source: .disk)
+    }
+
+    /// The hit for an entry just recorded (the row the downloader wrote, handed back with its
+    /// result), as ``diskLookup(_:needs:)`` would find it but without the index query: one
+    /// `fstatat` checks the file is still in place with its size; nil when it is not (evicted
+    /// at once) or, for bytes, cannot be read.
+    public func recordedHit(_ recorded: CachedEntry, needs need: CacheNeed) -> CacheHit? {
+        let key = recorded.entry.key
+        guard disk.directory.existingSize(of: key) == recorded.entry.bytes else { return nil }
+        disk.index.recordAccess(key, at: WallClock.nowMilliseconds())
+        return diskHit(recorded, needs: need)
     }
 
     /// The image for `key` from the memory tier alone: no index query, no file read (for a

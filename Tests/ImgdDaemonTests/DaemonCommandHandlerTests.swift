@@ -217,6 +217,34 @@ struct DaemonCommandHandlerTests {
         }
     }
 
+    @Test("a get asks the index once: a network miss (the reply is made from the row the downloader recorded) and a disk hit with data; its arguments are parsed at once and carried to the task")
+    func getAsksTheIndexOnce() async throws {
+        try await Self.withFixture { fixture in
+            let disk = fixture.services.disk
+            let target = "/img/once.png?w=9&h=7"
+            let url = JSONValue.string(fixture.server.url(target))
+            let request = ControlRequest(id: 1, command: "get", arguments: ["url": url], peer: Fixture.root)
+            // The way the server runs it: at once (a memory miss), then in a task.
+            #expect(fixture.handler.replyAtOnce(request) == nil)
+            let carried = try #require(request.prepared.value(as: DaemonCommands.GetArguments.self))
+            #expect(carried.image.url.normalized == url.stringValue && !carried.data)
+            var before = disk.lookups.load(ordering: .relaxed)
+            let fetched = try await fixture.handler.handle(request).get().objectValue ?? [:]
+            #expect(fetched["source"] == "network" && fetched["width"] == 9 && fetched["height"] == 7, "\(fetched)")
+            #expect(disk.lookups.load(ordering: .relaxed) - before == 1, "index queries for one get of a network miss")
+            let path = try #require(fetched["path"]?.stringValue)
+            #expect(FileManager.default.contents(atPath: path) == Data(TestHTTPServer.body(for: target)!))
+
+            // A disk hit with data: the size and the row from one query, then the file.
+            fixture.services.memory.purge()
+            before = disk.lookups.load(ordering: .relaxed)
+            let inline = try await fixture.object("get", ["url": url, "data": true])
+            #expect(inline["source"] == "disk" && inline["data"]?.stringValue.flatMap { Data(base64Encoded: $0) } == Data(TestHTTPServer.body(for: target)!))
+            #expect(disk.lookups.load(ordering: .relaxed) - before == 1, "index queries for one get of a disk hit with data")
+            #expect(fixture.server.requestCount(target) == 1)
+        }
+    }
+
     @Test("add, evict, purge, cancel, retry, fsck: their replies, and the log names the peer of each change")
     func changingCommands() async throws {
         try await Self.withFixture { fixture in

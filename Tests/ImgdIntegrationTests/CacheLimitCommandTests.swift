@@ -19,18 +19,20 @@ struct CacheLimitCommandTests {
         let server = try await TestHTTPServer.start()
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
-        try scratch.write("list.txt", (0..<8).map { server.url("/img/l\($0).png?bytes=20000") }.joined(separator: "\n"))
+        // Sizes at the daemon's scale (prefetch takes its minimum disk-limit, 1 MiB), each body
+        // under 256 KiB so that its reservation is its size, as 20 KB bodies were under 100 KB.
+        try scratch.write("list.txt", (0..<16).map { server.url("/img/l\($0).png?bytes=200000") }.joined(separator: "\n"))
         let run = try await BinaryRunner.imgd(
-            ["prefetch", "list.txt", "--cache", "c", "--disk-limit", "100KB", "--max-parallel", "2"], in: scratch.path)
+            ["prefetch", "list.txt", "--cache", "c", "--disk-limit", "2MiB", "--max-parallel", "2"], in: scratch.path)
         #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(try imageBytes(scratch, "c") <= 100_000)
-        #expect(scratch.files(under: "c").count == 5)
+        #expect(try imageBytes(scratch, "c") <= 2 << 20)
+        #expect(scratch.files(under: "c").count == 10)
 
         try scratch.write("empty.txt", "")
-        let lowered = try await BinaryRunner.imgd(["prefetch", "empty.txt", "--cache", "c", "--disk-limit", "50KB"], in: scratch.path)
+        let lowered = try await BinaryRunner.imgd(["prefetch", "empty.txt", "--cache", "c", "--disk-limit", "1MiB"], in: scratch.path)
         #expect(lowered.status == 0)
-        #expect(lowered.stderr.contains("over its 48.8 KiB limit: evicted 3 entries"))
-        #expect(try imageBytes(scratch, "c") <= 45_000, "down to the 90% low-water mark")
+        #expect(lowered.stderr.contains("over its 1 MiB limit: evicted 6 entries"), "\(lowered.stderr)")
+        #expect(try imageBytes(scratch, "c") <= (1 << 20) * 9 / 10, "down to the 90% low-water mark")
         try await server.shutdown()
     }
 
@@ -58,7 +60,7 @@ struct CacheLimitCommandTests {
         try await server.shutdown()
     }
 
-    @Test("bad sizes and durations are usage errors", arguments: [["--disk-limit", "12q"], ["--max-age", "soon"], ["--memory-limit", "-5MB"]])
+    @Test("bad sizes and durations are usage errors", arguments: [["--disk-limit", "12q"], ["--max-age", "soon"], ["--max-body-bytes", "-5MB"]])
     func badUnits(arguments: [String]) async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }

@@ -282,6 +282,27 @@ struct PrefetchCommandTests {
         #expect(result.stderr.contains("Error:") || result.stderr.contains("Usage:"))
     }
 
+    @Test(
+        "a value imgd run refuses (a daemon minimum, a bad duration) imgd prefetch refuses with the same message; --timeout 1.5s is taken",
+        arguments: [["--disk-limit", "100KB"], ["--max-age", "30s"], ["--timeout", "0.5s"], ["--max-body-bytes", "100"]])
+    func refusesAsRunDoes(arguments: [String]) async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("l.txt", "")
+        let prefetch = try await BinaryRunner.imgd(["prefetch", "l.txt", "--cache", "c"] + arguments, in: scratch.path)
+        let run = try await BinaryRunner.imgd(["run"] + arguments, in: scratch.path)
+        #expect(prefetch.status == 2 && run.status == 2, "prefetch: \(prefetch.stderr)\nrun: \(run.stderr)")
+        // The message, then the usage, each on a line of its own.
+        let lines = prefetch.stderr.split(separator: "\n")
+        try #require(lines.count >= 2 && lines[0].hasPrefix("Error: ") && lines[1].hasPrefix("Usage: imgd prefetch"), "\(prefetch.stderr)")
+        let message = String(lines[0].dropFirst("Error: ".count))
+        #expect(message.hasPrefix(arguments[0] + ": "), "\(message)")
+        #expect(run.stderr.contains(message), "run: \(run.stderr)\nprefetch: \(message)")
+
+        let taken = try await BinaryRunner.imgd(["prefetch", "l.txt", "--cache", "c", "--timeout", "1.5s"], in: scratch.path)
+        #expect(taken.status == 0, "\(taken.stderr)")
+    }
+
     @Test("--help and --version exit 0")
     func helpAndVersion() async throws {
         let scratch = try ScratchFolder()
@@ -289,6 +310,7 @@ struct PrefetchCommandTests {
         let help = try await BinaryRunner.imgd(["prefetch", "--help"], in: scratch.path)
         #expect(help.status == 0)
         #expect(help.stdout.contains("--max-per-host"))
+        #expect(help.stdout.contains("--timeout <timeout>") && !help.stdout.contains("--memory-limit"), "\(help.stdout)")
         let version = try await BinaryRunner.imgd(["--version"], in: scratch.path)
         #expect(version.status == 0)
         #expect(version.stdout.contains(ImgdVersion.string))

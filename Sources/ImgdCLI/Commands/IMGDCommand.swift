@@ -25,7 +25,12 @@ public struct IMGDCommand: AsyncParsableCommand {
             self.exit()
         } catch {
             if exitCode(for: error) == .validationFailure {
-                Console().message(fullMessage(for: error))
+                // Line by line: the message and the usage are lines of their own, each escaped
+                // (a line break inside one would show as `\n`).
+                let console = Console()
+                for line in fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false) {
+                    console.message(String(line))
+                }
                 self.exit(withError: ExitCode(2))
             }
             self.exit(withError: error)

@@ -10,11 +10,9 @@ import Glibc
 ///
 /// Every option but `--config` is a setting of ``DaemonConfig/settings``, declared there once
 /// with its help and default; an option here only gives it to swift-argument-parser, which
-/// cannot declare options at run time. Each is a `String?` (a `[String]` when repeatable) named
-/// as its setting, with `.setting(name)` as its help: the table reads the text, as it reads the
-/// file's. ``settingFlags`` gathers them by reflection, so no list of names is written twice; a
-/// test checks the options and the table match one to one.
-struct RunCommand: AsyncParsableCommand {
+/// cannot declare options at run time (``SettingOptions``: `settingFlags` gathers them by
+/// reflection). A test checks the options and the table match one to one.
+struct RunCommand: AsyncParsableCommand, SettingOptions {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run the daemon (the default when no command is given).",
@@ -77,35 +75,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: .setting("max-queued-bytes")) var maxQueuedBytes: String?
     @Option(help: .setting("max-queued-share")) var maxQueuedShare: String?
 
-    /// The setting each option gives, by the option's flag name (`maxAddUrls` is
-    /// `max-add-urls`, as swift-argument-parser names it), in declaration order; `--config` is
-    /// not a setting.
-    static func settingOptions(of command: RunCommand) -> [(name: String, value: Any)] {
-        Mirror(reflecting: command).children.compactMap { child in
-            guard let label = child.label, label != "_config" else { return nil }
-            var name = ""
-            for character in label.dropFirst() {
-                if character.isUppercase { name += "-" }
-                name += character.lowercased()
-            }
-            return (name, child.value)
-        }
-    }
-
-    /// The settings given as flags, name and text, in the order of ``DaemonConfig/settings``;
-    /// a repeated `--deny` is one comma-separated text.
-    var settingFlags: [(key: String, value: String)] {
-        Self.settingOptions(of: self).compactMap { option in
-            switch option.value {
-            case let single as Option<String?>:
-                single.wrappedValue.map { (option.name, $0) }
-            case let repeated as Option<[String]>:
-                repeated.wrappedValue.isEmpty ? nil : (option.name, repeated.wrappedValue.joined(separator: ","))
-            default:
-                preconditionFailure("--\(option.name) is neither a String? nor a [String] option")
-            }
-        }
-    }
+    static let otherOptions: Set<String> = ["_config"]
 
     func run() async throws {
         let flags = settingFlags

@@ -8,8 +8,8 @@ extension DaemonCommands {
     /// `get`'s answer from one tier, counted as a get and a hit; nil, and nothing counted, on a
     /// miss. The memory tier is asked by ``answerAtOnce()``, on the event loop; `get()`, which
     /// runs only when that found nothing, asks the disk tier.
-    func cachedImage(tier: CacheSource) throws(ControlError) -> JSONValue? {
-        try cachedHit(tier: tier).map { Self.json($0.hit, source: $0.hit.source, data: $0.withData) }
+    func cachedImage(tier: CacheSource, arguments: GetArguments? = nil) throws(ControlError) -> JSONValue? {
+        try cachedHit(tier: tier, arguments: arguments).map { Self.json($0.hit, source: $0.hit.source, data: $0.withData) }
     }
 
     /// A `get` answered by a tier: the hit, and whether its bytes go in the reply (`data`).
@@ -20,22 +20,25 @@ extension DaemonCommands {
 
     /// What ``cachedImage(tier:)`` answers, before it is made JSON: counted as a get and a hit;
     /// nil, and nothing counted, on a miss.
-    func cachedHit(tier: CacheSource) throws(ControlError) -> TierAnswer? {
-        let image = try imageRequest()
-        let data = try request.bool("data", default: false)
-        let need: CacheNeed = data ? .bytes : .file
+    func cachedHit(tier: CacheSource, arguments given: GetArguments? = nil) throws(ControlError) -> TierAnswer? {
+        let arguments: GetArguments
+        if let given { arguments = given } else { arguments = try getArguments() }
+        let image = arguments.image, data = arguments.data, need = arguments.need
         let tiers = services.tiers
         let found: CacheHit?
         if tier == .memory {
             found = tiers.memoryLookup(image.key, needs: need)
             if data, let found, Self.hasDigest(found, image) { try checkDataSize(found.entry.entry.bytes) }
-        } else if data {
-            // The size first, from the index: an image too large to return is never read.
-            guard let entry = tiers.diskLookup(image.key, needs: .file), Self.hasDigest(entry, image) else { return nil }
-            try checkDataSize(entry.entry.entry.bytes)
-            found = tiers.diskLookup(image.key, needs: .bytes)
+            // No answer here goes on in a task, which takes the arguments from here (a hit keeps nothing).
+            if found.map({ !Self.hasDigest($0, image) }) ?? true { request.prepared.keep(arguments) }
         } else {
-            found = tiers.diskLookup(image.key, needs: .file)
+            // One index query. The size first, from the row: an image too large to return is
+            // never read.
+            guard let entry = tiers.disk.lookup(image.key) else { return nil }
+            tiers.disk.index.recordAccess(image.key, at: WallClock.nowMilliseconds())
+            guard image.expectedSHA256 == nil || image.expectedSHA256 == entry.entry.sha256 else { return nil }
+            if data { try checkDataSize(entry.entry.bytes) }
+            found = tiers.diskHit(entry, needs: need)
         }
         // An entry with another digest than the one asked for is a miss: `get` fetches again.
         guard let hit = found, Self.hasDigest(hit, image) else { return nil }

@@ -5,7 +5,7 @@ import ImgdStore
 import Logging
 
 extension DaemonCommands {
-    func add() throws(ControlError) -> JSONValue {
+    func add() async throws(ControlError) -> JSONValue {
         let config = services.config.withLock { $0 }
         // Counted before the strings are taken out: the parsed line is all this costs.
         if let count = request.value("urls")?.arrayValue?.count, count > config.maxAddURLs {
@@ -49,6 +49,9 @@ extension DaemonCommands {
         guard queued else {
             throw queueFull(limit, adding: requests.count, bytes: requests.reduce(0) { $0 + $1.url.normalized.utf8.count })
         }
+        // URLs already on disk were answered during the call: their pins are written before the
+        // reply, as they were when the handler wrote them itself.
+        if pin != nil || !pins.isEmpty { await services.pins.flushed() }
         logChange("add: \(requests.count) URLs queued")
         return ["accepted": JSONValue(requests.count), "rejected": .array(rejected)]
     }
@@ -104,26 +107,29 @@ extension DaemonCommands {
 
     /// What becomes of a URL queued by `add`, `retry` or `get`: its outcome recorded (a
     /// `fetched` or `failed` event, a failure counted by its code in `stats`), as the spool's
-    /// lists record theirs; a success is pinned for `pin` milliseconds when given.
+    /// lists record theirs; a success is pinned for `pin` milliseconds when given, in a batch
+    /// off the engine's thread (``PinWriter``), and its outcome recorded once the pin is written.
     func outcomeReporter(pin: Int? = nil, pins: [CacheKey: Int] = [:]) -> @Sendable (ImageURL, Result<CachedImage, DownloadError>) -> Void {
         let outcomes = services.outcomes
-        let disk = services.disk
+        let writer = services.pins
         return { url, result in
             if case .success(let image) = result, let pin = pins[image.key] ?? pin {
-                try? disk.index.pin(image.key, until: WallClock.nowMilliseconds() + pin)
+                writer.pin(image.key, for: pin, thenRecord: url, result)
+            } else {
+                outcomes.record(url, result)
             }
-            outcomes.record(url, result)
         }
     }
 
+    /// Asks the index once: the disk tier's lookup; on a miss the downloader does not look
+    /// again, and hands back the row it recorded, which the reply is made from.
     func get() async throws(ControlError) -> JSONValue {
-        let image = try imageRequest()
+        let arguments = try getArguments()
+        let image = arguments.image, data = arguments.data, need = arguments.need
         let url = image.url
         let fetch = try request.bool("fetch", default: true)
         let wait = try request.bool("wait", default: true)
-        let data = try request.bool("data", default: false)
-        let need: CacheNeed = data ? .bytes : .file
-        if let cached = try cachedImage(tier: .disk) { return cached }
+        if let cached = try cachedImage(tier: .disk, arguments: arguments) { return cached }
         services.counters.update { counters in
             counters.gets += 1
             counters.misses += 1
@@ -143,7 +149,7 @@ extension DaemonCommands {
         }
         let fetched: CachedImage
         do {
-            fetched = try await downloader.fetch(image, priority: .onDemand, caller: request.peer.uid)
+            fetched = try await downloader.fetch(image, priority: .onDemand, caller: request.peer.uid, checkingDisk: false)
             services.outcomes.record(url, .success(fetched))
         } catch {
             services.outcomes.record(url, .failure(error))
@@ -153,7 +159,14 @@ extension DaemonCommands {
         // what the memory tier may hold of the old one.
         if fetched.source == .network { services.memory.remove(image.key) }
         if data { try checkDataSize(fetched.bytes) }
-        guard let hit = services.tiers.lookup(image.key, needs: need) else {
+        // From the row the downloader recorded (a revalidation's 304 hands back none: looked up).
+        let found: CacheHit?
+        if let entry = fetched.entry {
+            found = services.tiers.recordedHit(CachedEntry(entry: entry, path: fetched.path), needs: need)
+        } else {
+            found = services.tiers.lookup(image.key, needs: need)
+        }
+        guard let hit = found else {
             throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
         return Self.json(hit, source: fetched.source == .network ? .network : hit.source, data: data)

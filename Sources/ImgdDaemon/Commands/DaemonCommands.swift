@@ -30,7 +30,7 @@ struct DaemonCommands {
         case "hello": hello()
         case "ping": ["pong": true]
         case "status": status()
-        case "add": try add()
+        case "add": try await add()
         case "get": try await get()
         case "evict": try evict()
         case "purge": try await purge()
@@ -75,6 +75,25 @@ struct DaemonCommands {
         } catch {
             throw .invalidArgument(field: field, reason: "\(error)")
         }
+    }
+
+    /// `get`'s arguments, parsed once: on the event loop when the memory tier is asked, and
+    /// kept with the request (``ControlRequest/prepared``) for the task that asks the disk
+    /// tier and the network when it cannot answer.
+    /// (`fetch` and `wait` are read by the task alone: a memory hit never looked at them.)
+    struct GetArguments: Sendable {
+        /// Its `url`, `key`, `sha256` and `refresh`.
+        let image: ImageRequest
+        /// Whether the reply carries the bytes.
+        let data: Bool
+        var need: CacheNeed { data ? .bytes : .file }
+    }
+
+    /// `get`'s arguments, as parsed for this request already (kept by a memory miss), else
+    /// parsed now.
+    func getArguments() throws(ControlError) -> GetArguments {
+        if let parsed = request.prepared.value(as: GetArguments.self) { return parsed }
+        return GetArguments(image: try imageRequest(), data: try request.bool("data", default: false))
     }
 
     /// `get`'s image: its `url`, stored under the `key` it chose or the URL's key under the

@@ -32,9 +32,7 @@ extension DaemonConfig {
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
             }
         }
-        for flag in flags {
-            try config.set(flag.key, to: .string(flag.value), origin: "--\(flag.key)")
-        }
+        try config.apply(flags: flags)
         if let secrets = config.headersFile {
             config.hosts = HostSettings.merge(config.hosts, try readHostTables(secrets))
         }
@@ -44,6 +42,15 @@ extension DaemonConfig {
         config.cache = absolute(config.cache)
         config.state = absolute(config.state)
         return config
+    }
+
+    /// Sets each of `flags` (setting name and text, in order) as its flag gives it: the one
+    /// parser of `imgd run`'s flags and `imgd prefetch`'s, with the settings' ranges and minima.
+    /// A value a setting cannot use is refused naming the flag (`--disk-limit: …`).
+    public mutating func apply(flags: [(key: String, value: String)]) throws(ConfigError) {
+        for flag in flags {
+            try set(flag.key, to: .string(flag.value), origin: "--\(flag.key)")
+        }
     }
 
     /// The `[host."pattern"]` tables of the `headers-file` at `path`, which may hold nothing else.

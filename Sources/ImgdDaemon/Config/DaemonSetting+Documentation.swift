@@ -5,21 +5,33 @@ extension DaemonSetting {
         "STATE_DIRECTORY": "$STATE_DIRECTORY", "CACHE_DIRECTORY": "$CACHE_DIRECTORY", "RUNTIME_DIRECTORY": "$RUNTIME_DIRECTORY",
     ]
 
+    /// The embedded defaults, outside systemd and under it, made once: every option's help
+    /// reads them, and swift-argument-parser makes each command's options (and so their help)
+    /// several times per start, `imgd prefetch`'s and the default command's alike.
+    private static let embeddedDefaults = (
+        plain: DaemonConfig.embedded(environment: [:]), systemd: DaemonConfig.embedded(environment: systemdPlaceholders))
+
     /// The default as a flag spells it (`1GiB`, `7d`, `./imgd-data/spool`); nil when there is none.
     public var defaultSpelling: String? {
-        spell(DaemonConfig.embedded(environment: [:]))
+        spell(Self.embeddedDefaults.plain)
     }
 
     /// The default under systemd when it differs (`$STATE_DIRECTORY/spool`); nil otherwise.
     public var systemdDefaultSpelling: String? {
-        let underSystemd = spell(DaemonConfig.embedded(environment: Self.systemdPlaceholders))
+        let underSystemd = spell(Self.embeddedDefaults.systemd)
         return underSystemd == defaultSpelling ? nil : underSystemd
     }
 
     /// What `--help` says of it: "The cache's size cap (default 1GiB; KiB, MiB, GiB, KB, MB, GB, or bytes)."
     public var help: String {
+        help(underSystemd: true)
+    }
+
+    /// ``help``, with the default under systemd only when `underSystemd` (a command that does
+    /// not read systemd's folders, as `imgd prefetch`, leaves it out).
+    public func help(underSystemd: Bool) -> String {
         var shown = defaultSpelling ?? none
-        if let systemd = systemdDefaultSpelling { shown += ", under systemd \(systemd)" }
+        if underSystemd, let systemd = systemdDefaultSpelling { shown += ", under systemd \(systemd)" }
         return "\(summary) (default \(shown)\(detail.map { "; \($0)" } ?? ""))."
     }
 

@@ -1,4 +1,5 @@
 import ImgdProtocol
+import Synchronization
 
 /// One request read from the control socket: `{"id": …, "cmd": "…", …arguments}`.
 public struct ControlRequest: Sendable, Hashable {
@@ -11,11 +12,52 @@ public struct ControlRequest: Sendable, Hashable {
     public let arguments: [String: JSONValue]
     /// Who sent it.
     public let peer: ControlPeer
+    /// What the handler made of the arguments while trying to answer at once, for its
+    /// ``ControlCommandHandler/handle(_:)`` when the answer had to wait (not part of the
+    /// request's value: not compared, not hashed).
+    public let prepared = PreparedArguments()
 
     public init(id: JSONValue = .null, command: String, arguments: [String: JSONValue] = [:], peer: ControlPeer = .unknown) {
         self.id = id
         self.command = command
         self.arguments = arguments
         self.peer = peer
+    }
+
+    public static func == (lhs: ControlRequest, rhs: ControlRequest) -> Bool {
+        lhs.id == rhs.id && lhs.command == rhs.command && lhs.arguments == rhs.arguments && lhs.peer == rhs.peer
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(command)
+        hasher.combine(arguments)
+        hasher.combine(peer)
+    }
+}
+
+/// A request's arguments as its handler parsed them, kept once: set by
+/// ``ControlCommandHandler/replyAtOnce(_:)`` on the connection's event loop, read by
+/// ``ControlCommandHandler/handle(_:)`` in the task that runs next, so a `get` the memory tier
+/// cannot answer is not parsed (URL, options, key) again there.
+public final class PreparedArguments: Sendable {
+    private final class Box: Sendable {
+        let value: any Sendable
+        init(_ value: any Sendable) { self.value = value }
+    }
+
+    // Set at most once (the first value stays), with release and acquire ordering.
+    private let box = AtomicLazyReference<Box>()
+
+    public init() {}
+
+    /// The value kept, if it is a `Value`.
+    public func value<Value: Sendable>(as type: Value.Type) -> Value? {
+        box.load()?.value as? Value
+    }
+
+    /// Keeps `value` unless one is kept already.
+    public func keep(_ value: some Sendable) {
+        _ = box.storeIfNil(Box(value))
     }
 }

@@ -5,10 +5,11 @@ import ServiceLifecycle
 /// The end of the daemon's ordered teardown: the state that outlives every other service — the
 /// lists' database, the cache index and the lock on the state folder. The group starts it first
 /// and so shuts it down last, once nothing can use the index any more: it writes the progress
-/// the downloader's shutdown answered, closes the index (marking the stop clean), and releases
+/// the downloader's shutdown answered (and `add`'s last pins), closes the index (marking the stop clean), and releases
 /// the lock.
 struct StateService: Service {
     let spool: SpoolService
+    let pins: PinWriter
     let disk: DiskCache
     let stateLock: CacheLock
     let logger: Logger
@@ -22,6 +23,7 @@ struct StateService: Service {
     /// Writes the last progress, closes the index (a clean stop) and releases the state folder.
     func close() async {
         await spool.finalFlush()
+        pins.drain()
         do {
             try disk.close()
         } catch {

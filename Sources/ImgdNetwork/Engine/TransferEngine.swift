@@ -37,6 +37,8 @@ final class TransferEngine: @unchecked Sendable {
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
         /// under the old one, but for `max-rate`, which holds back their next bytes at the new rate.
         case updatePolicy(DownloadPolicy)
+        /// Calls back on the loop thread, and does nothing else: the watchdog's round trip.
+        case ping(@Sendable () -> Void)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
         case listFailures(@Sendable ([(url: String, error: DownloadError)]) -> Void)
         /// Reports one page of the remembered failures in URL order (after a URL, at most a
@@ -272,6 +274,8 @@ final class TransferEngine: @unchecked Sendable {
             failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
+        case .ping(let reply):
+            reply()
         case .listFailures(let reply):
             let now = ContinuousClock.now
             reply(Array(failures.live(now: now)))
@@ -371,6 +375,7 @@ final class TransferEngine: @unchecked Sendable {
             case .fetchAll(let tokens): tokens.forEach { $0.answer(.failure(.cancelled)) }
             // A waiting caller must hear back, or its task never ends.
             case .listFailures(let reply): reply([])
+            case .ping(let reply): reply()
             case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
             // Nothing is cancelled by a stopping engine's leftovers but what stopping cancels anyway.
             case .cancelURL(_, _, let reply?): reply(false)

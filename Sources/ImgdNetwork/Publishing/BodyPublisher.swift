@@ -125,8 +125,13 @@ actor BodyPublisher {
         if level > 0, left <= level, wakeAt.compareExchange(expected: level, desired: 0, ordering: .relaxed).exchanged {
             wake()
         }
-        if case .success(let image) = result {
-            pendingRows.append(Self.indexEntry(for: image))
+        var result = result
+        if case .success(var image) = result {
+            // The row goes back with the outcome: the caller need not read it from the index.
+            let row = Self.indexEntry(for: image)
+            image.entry = row
+            result = .success(image)
+            pendingRows.append(row)
             pendingReservations.append(body.reservation)
         } else {
             body.reservation.release()
