@@ -212,17 +212,12 @@ extension SpoolService {
             }
         }
         guard !pins.isEmpty else { return }
-        var unpinned: [(key: CacheKey, until: Int)] = []
-        var failure: SQLiteError?
-        for pin in pins {
-            do {
-                try disk.index.pin(pin.key, until: pin.until)
-            } catch {
-                unpinned.append(pin)
-                failure = error
-            }
+        do {
+            // One transaction for the batch; kept whole for the retry if the index refuses.
+            try disk.index.pin(pins)
+            pins.removeAll(keepingCapacity: true)
+        } catch {
+            stateFailed("pinning \(pins.count) entries of lists in the cache index", error)
         }
-        pins = unpinned
-        if let failure { stateFailed("pinning \(unpinned.count) entries of lists in the cache index", failure) }
     }
 }
