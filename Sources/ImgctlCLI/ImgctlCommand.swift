@@ -31,7 +31,7 @@ public struct ImgctlCommand: ParsableCommand {
     }
 
     /// `imgctl --socket S --json status` as `imgctl status --socket S --json`: the options every
-    /// subcommand takes may also come before its name, as the README's synopsis writes them.
+    /// subcommand takes may also come before its name, as docs/usage.md's synopsis writes them.
     static func connectionOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
         var leading: [String] = []
         var rest = arguments[...]

@@ -6,7 +6,7 @@ extension DaemonConfig {
     /// Every setting, in the order `--help` lists them: its name, kind, whether a reload may
     /// change it and what `--help` says of it. Limits, caps, timeouts, the tier, the CA file and
     /// the admin group apply at once; folders, the socket, the connection limits, the pressure threshold,
-    /// the proxy and the denied ranges need a restart. README's table of settings is checked
+    /// the proxy and the denied ranges need a restart. The table of settings in docs/settings.md is checked
     /// against this one.
     public static let settings: [DaemonSetting] = [
         .path("spool", \.spool, reloadable: false, help: "Folder watched for link lists"),
@@ -86,7 +86,7 @@ extension DaemonConfig {
                 throw SettingError(reason: error.description)
             }
         },
-        // The shared tier (README, "Fleet"): both apply to transfers that start after a reload.
+        // The shared tier (docs/operations.md, "Fleet"): both apply to transfers that start after a reload.
         DaemonSetting(
             "tier", \.tier, reloadable: true,
             help: SettingHelp(

@@ -35,7 +35,7 @@ extension DaemonSetting {
         return "\(summary) (default \(shown)\(detail.map { "; \($0)" } ?? ""))."
     }
 
-    /// Its row of README's table of settings: name, default, what SIGHUP does, what it sets.
+    /// Its row of the table of settings (docs/settings.md): name, default, what SIGHUP does, what it sets.
     public var markdownRow: String {
         var shown = defaultSpelling.map { "`\($0)`" } ?? none
         if let systemd = systemdDefaultSpelling { shown += " (`\(systemd)` under systemd)" }
@@ -60,7 +60,7 @@ extension DaemonConfig {
         settings.filter { !$0.reloadable }.map(\.name)
     }
 
-    /// README's table of settings, as the declarations give it (a test checks README holds it).
+    /// The table of settings in docs/settings.md, as the declarations give it (a test checks the file holds it).
     public static var settingsMarkdownTable: String {
         (["| setting | default | SIGHUP | what it sets |", "|---|---|---|---|"] + settings.map(\.markdownRow))
             .joined(separator: "\n")

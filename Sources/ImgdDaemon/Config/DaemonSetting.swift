@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// One setting: its name (flag and key), whether a reload may change it while running, what
-/// `--help` and README say of it, and how it is read, shown and carried over. The only place
+/// `--help` and docs/settings.md say of it, and how it is read, shown and carried over. The only place
 /// each of these is written down; its default is the one ``DaemonConfig`` takes from the type
 /// that uses the value.
 public struct DaemonSetting: Sendable {
@@ -13,7 +13,7 @@ public struct DaemonSetting: Sendable {
     public let name: String
     /// Whether SIGHUP applies a new value; otherwise the running value stays until a restart.
     public let reloadable: Bool
-    /// What it sets, for `--help` and README: one sentence without its default or a final period.
+    /// What it sets, for `--help` and docs/settings.md: one sentence without its default or a final period.
     public let summary: String
     /// What else `--help` says after the default (the units it takes, what happens past it);
     /// nil for nothing.

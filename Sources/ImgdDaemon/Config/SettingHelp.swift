@@ -1,4 +1,4 @@
-/// What `--help` and README say of one setting (see ``DaemonSetting``): the part written by
+/// What `--help` and docs/settings.md say of one setting (see ``DaemonSetting``): the part written by
 /// hand, around the default the declaration derives from the value.
 struct SettingHelp: Sendable {
     /// What it sets: one sentence without its default or a final period.

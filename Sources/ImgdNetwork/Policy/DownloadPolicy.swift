@@ -1,7 +1,7 @@
 import ImgdCore
 
 /// Everything that limits or shapes a download. Every field has a default, stated here and in
-/// the README; all of them can be changed by configuration.
+/// docs/settings.md; all of them can be changed by configuration.
 public struct DownloadPolicy: Sendable, Equatable {
     /// Transfers running at once, in all (default 8).
     public var maxParallel: Int = 8
