@@ -81,6 +81,9 @@ let package = Package(
         .target(
             name: "ImgdMemoryPressure", dependencies: ["ImgdCore"],
             swiftSettings: swiftSettings),
+        /// TOML 1.0 (the configuration file's format): documents parsed strictly into tables and
+        /// values, each key with its line. Pure Swift, no dependencies.
+        .target(name: "ImgdTOML", swiftSettings: swiftSettings),
         /// The control socket's wire format: JSON values, their parser and encoder, shared by the
         /// daemon and `imgctl`.
         .target(
@@ -101,7 +104,7 @@ let package = Package(
         .target(
             name: "ImgdDaemon",
             dependencies: [
-                "ImgdCore", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdNetwork", "CSystemd",
+                "ImgdCore", "ImgdProtocol", "ImgdTOML", "ImgdStore", "ImgdMemoryPressure", "ImgdNetwork", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -206,12 +209,16 @@ let package = Package(
         .testTarget(
             name: "ImgdDaemonTests",
             dependencies: [
-                "ImgdDaemon", "ImgdProtocol", "ImgdStore", "ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport",
+                "ImgdDaemon", "ImgdProtocol", "ImgdTOML", "ImgdStore", "ImgdMemoryPressure", "ImgdCore", "ImgdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings),
+        /// TOML 1.0 documents, valid and invalid, most from the specification.
+        .testTarget(
+            name: "ImgdTOMLTests", dependencies: ["ImgdTOML", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
         /// Every fuzz seed and reproducer (Tests/Fuzz/), replayed through its target.
         .testTarget(

@@ -31,13 +31,11 @@ final class ScratchFile {
     /// Replaces the file's content with `bytes` and rewinds it.
     func fill(with bytes: [UInt8]) {
         precondition(ftruncate(fileDescriptor, 0) == 0)
-        var written = 0
-        while written < bytes.count {
-            let got = retryingOnInterrupt {
-                bytes.withUnsafeBytes { pwrite(fileDescriptor, $0.baseAddress! + written, $0.count - written, off_t(written)) }
-            }
-            precondition(got > 0, "cannot write the scratch file: errno \(errno)")
-            written += got
+        precondition(lseek(fileDescriptor, 0, SEEK_SET) == 0)
+        do throws(WriteError) {
+            try writeAll(fileDescriptor, bytes)
+        } catch {
+            preconditionFailure("cannot write the scratch file: \(error)")
         }
         precondition(lseek(fileDescriptor, 0, SEEK_SET) == 0)
     }

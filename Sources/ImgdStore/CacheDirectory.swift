@@ -195,7 +195,12 @@ public final class CacheDirectory: Sendable {
             if errno == EEXIST { return nil }
             throw .publishFailed(path: path(for: key), errno: errno)
         }
-        let failure = bytes.withUnsafeBytes { writeFully(fd, $0) }.errno
+        var failure: Int32?
+        do throws(WriteError) {
+            try writeAll(fd, bytes)
+        } catch {
+            failure = error.errno
+        }
         close(fd)
         if let failure {
             _ = key.withRelativePath { unlinkat(rootDescriptor, $0, 0) }

@@ -33,16 +33,24 @@ public final class TempFile {
 
     /// Appends `bytes`, retrying short writes and interrupts.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        let result = writeFully(fileDescriptor, bytes)
-        count += result.written
-        if let code = result.errno { throw .writeFailed(path: path, errno: code) }
+        do throws(WriteError) {
+            try writeAll(fileDescriptor, bytes)
+            count += bytes.count
+        } catch {
+            count += error.written
+            throw .writeFailed(path: path, errno: error.errno)
+        }
     }
 
     /// Appends `bytes`, retrying short writes and interrupts.
     public func write(_ bytes: [UInt8]) throws(StoreError) {
-        let result = bytes.withUnsafeBytes { writeFully(fileDescriptor, $0) }
-        count += result.written
-        if let code = result.errno { throw .writeFailed(path: path, errno: code) }
+        do throws(WriteError) {
+            try writeAll(fileDescriptor, bytes)
+            count += bytes.count
+        } catch {
+            count += error.written
+            throw .writeFailed(path: path, errno: error.errno)
+        }
     }
 
     /// Closes and removes the file. Safe to call more than once.
@@ -60,19 +68,4 @@ public final class TempFile {
         close(fileDescriptor)
         fileDescriptor = -1
     }
-}
-
-/// Writes all of `bytes` to `fileDescriptor`, retrying short writes and interrupts: how many
-/// bytes went out, and the error that stopped it, if one did.
-func writeFully(_ fileDescriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> (written: Int, errno: Int32?) {
-    guard let base = bytes.baseAddress else { return (0, nil) }
-    var written = 0
-    while written < bytes.count {
-        let result = retryingOnInterrupt { write(fileDescriptor, base + written, bytes.count - written) }
-        if result < 0 {
-            return (written, errno)
-        }
-        written += result
-    }
-    return (written, nil)
 }

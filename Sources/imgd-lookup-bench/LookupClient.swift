@@ -219,21 +219,23 @@ final class LookupClient: @unchecked Sendable {
         for id in ids { sentAt[id % depth] = now }
         var sent = 0
         while sent < count {
-            // MSG_NOSIGNAL: a daemon that closed the connection is a counted error, not SIGPIPE.
-            let written = retryingOnInterrupt { send(socket, sendBuffer + sent, count - sent, Int32(MSG_NOSIGNAL)) }
-            if written < 0, errno == EAGAIN {
+            do throws(WriteError) {
+                // MSG_NOSIGNAL: a daemon that closed the connection is a counted error, not SIGPIPE.
+                try writeAll(socket, UnsafeRawBufferPointer(start: sendBuffer + sent, count: count - sent), sendFlags: Int32(MSG_NOSIGNAL))
+                sent = count
+            } catch where error.errno == EAGAIN {
+                // The socket is non-blocking (the loop polls it): wait here for room, then send the rest.
+                sent += error.written
                 var writable = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
                 if poll(&writable, 1, Int32(ClientLoop.replyTimeoutSeconds * 1000)) > 0 { continue }
                 fail("send: the daemon has not read a request for \(ClientLoop.replyTimeoutSeconds) s")
                 isFinished = true
                 return
-            }
-            guard written > 0 else {
-                fail("send: \(String(cString: strerror(errno)))")
+            } catch {
+                fail("send: \(String(cString: strerror(error.errno)))")
                 isFinished = true
                 return
             }
-            sent += written
         }
     }
 

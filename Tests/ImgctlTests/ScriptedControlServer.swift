@@ -1,3 +1,4 @@
+import ImgdBase
 import ImgdCore
 import Foundation
 import ImgdProtocol
@@ -166,16 +167,7 @@ final class ScriptedControlServer: Sendable {
     }
 
     private func writeAll(_ bytes: [UInt8], to connection: Int32) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = send(connection, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return  // the client went away; the test will say what it saw
-                }
-                offset += written
-            }
-        }
+        // A failure: the client went away; the test will say what it saw.
+        try? ImgdBase.writeAll(connection, bytes, sendFlags: Int32(MSG_NOSIGNAL))
     }
 }

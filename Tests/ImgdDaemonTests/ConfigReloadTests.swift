@@ -1,6 +1,7 @@
 import Foundation
 import ImgdCore
 import ImgdTestSupport
+import ImgdTOML
 @testable import ImgdDaemon
 import ImgdNetwork
 import Logging

@@ -217,18 +217,10 @@ final class ControlClient {
     /// that went away gives EPIPE here, not a SIGPIPE that would kill imgctl without a message.
     private func writeAll(_ bytes: [UInt8]) throws(ImgctlError) {
         var failure: Int32 = 0
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = retryingOnInterrupt {
-                    Glibc.send(fileDescriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if written < 0 {
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
+        do throws(WriteError) {
+            try ImgdBase.writeAll(fileDescriptor, bytes, sendFlags: Int32(MSG_NOSIGNAL))
+        } catch {
+            failure = error.errno
         }
         if failure == EPIPE || failure == ECONNRESET { throw .connectionLost(socket: socketPath) }
         if failure != 0 { throw .local("writing to \(socketPath): \(Self.describe(failure))") }

@@ -102,16 +102,10 @@ struct GetCommand: ImgctlSubcommand {
             throw .local("cannot write \(path): \(ControlClient.describe(errno))")
         }
         var failure: Int32 = 0
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = retryingOnInterrupt { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
-                if written < 0 {
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
+        do throws(WriteError) {
+            try writeAll(descriptor, bytes)
+        } catch {
+            failure = error.errno
         }
         if failure == 0, fsync(descriptor) != 0 { failure = errno }
         close(descriptor)

@@ -17,15 +17,7 @@ public final class FileDescriptorOutput: OutputSink {
     public var isTerminal: Bool { isatty(fileDescriptor) == 1 }
 
     public func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = retryingOnInterrupt { Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset) }
-                if written < 0 {
-                    return  // the reader is gone (EPIPE, a closed descriptor): nothing left to tell it
-                }
-                offset += written
-            }
-        }
+        // A failure means the reader is gone (EPIPE, a closed descriptor): nothing left to tell it.
+        try? writeAll(fileDescriptor, bytes)
     }
 }

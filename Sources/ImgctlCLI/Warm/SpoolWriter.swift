@@ -133,13 +133,10 @@ struct SpoolWriter {
                 throw .local("cannot read \(source): \(ControlClient.describe(errno))")
             }
             if count == 0 { break }
-            var offset = 0
-            while offset < count {
-                let written = retryingOnInterrupt { write(output, buffer.baseAddress! + offset, count - offset) }
-                if written < 0 {
-                    throw .local("cannot write \(path): \(ControlClient.describe(errno))")
-                }
-                offset += written
+            do throws(WriteError) {
+                try writeAll(output, UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            } catch {
+                throw .local("cannot write \(path): \(ControlClient.describe(error.errno))")
             }
         }
         guard fsync(output) == 0 else {

@@ -48,22 +48,13 @@ public final class Console: Sendable {
     /// Prints a line to stdout (the summary: what scripts read).
     public func output(_ text: String) {
         var line = text + "\n"
-        line.withUTF8 { bytes in writeAll(STDOUT_FILENO, bytes) }
+        // stdout closed: nothing sensible left to do with the line.
+        line.withUTF8 { bytes in _ = try? writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(bytes)) }
     }
 
     private func write(_ text: String) {
         var text = text
-        text.withUTF8 { bytes in writeAll(STDERR_FILENO, bytes) }
-    }
-
-    private func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = retryingOnInterrupt { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
-            if written < 0 {
-                return  // stderr closed: nothing sensible left to do with the message
-            }
-            offset += written
-        }
+        // stderr closed: nothing sensible left to do with the message.
+        text.withUTF8 { bytes in _ = try? writeAll(STDERR_FILENO, UnsafeRawBufferPointer(bytes)) }
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ImgdCore
+import ImgdTOML
 
 extension DaemonConfig {
     /// The file the packaged unit names; unlike a file given by hand, it may be absent.
@@ -86,7 +87,7 @@ extension DaemonConfig {
         guard secret || HostSettings.isHeadersKey(error.key) else {
             return ConfigError(origin: "\(file):\(error.line)", reason: error.reason)
         }
-        let key = error.key.isEmpty ? "" : TOMLTableNode.show(error.key) + ": "
+        let key = error.key.isEmpty ? "" : error.keyText + ": "
         return ConfigError(
             origin: "\(file):\(error.line)", reason: key + error.reasonWithoutText + " (its text is not shown: it may be a secret)")
     }

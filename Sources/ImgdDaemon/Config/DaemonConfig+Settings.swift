@@ -1,5 +1,6 @@
 import ImgdCore
 import ImgdNetwork
+import ImgdTOML
 import Logging
 
 extension DaemonConfig {

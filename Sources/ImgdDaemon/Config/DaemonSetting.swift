@@ -1,4 +1,5 @@
 import ImgdCore
+import ImgdTOML
 
 #if canImport(Glibc)
 import Glibc

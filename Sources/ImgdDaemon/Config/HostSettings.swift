@@ -1,5 +1,6 @@
 import ImgdCore
 import ImgdNetwork
+import ImgdTOML
 
 #if canImport(Glibc)
 import Glibc

@@ -52,11 +52,12 @@ extension ControlConnectionHandler {
 
     /// An event from the hub, on the loop.
     func deliverEvent(_ line: ByteBuffer, sequence: Int) {
-        guard state == .open, subscription != nil else { return }
+        // Subscribed is not draining: draining ends the subscription.
+        guard state != .closed, subscription != nil else { return }
         if droppedEvents > 0 { sendDropNoticeIfReady() }
         // Dropped, not queued, past the count or the bytes: a subscriber that stops reading
         // loses events and gets one events_dropped line, but is not disconnected for them.
-        guard droppedEvents == 0, unsentEvents < limits.maxQueuedEvents, fitsOutputLimit(line.readableBytes) else {
+        guard droppedEvents == 0, output.unsentEvents < limits.maxQueuedEvents, output.fits(line.readableBytes) else {
             droppedEvents += 1
             lastDroppedSequence = sequence
             settings.events.recordDropped()
@@ -67,8 +68,8 @@ extension ControlConnectionHandler {
 
     /// Sends the `events_dropped` line once the client reads again.
     func sendDropNoticeIfReady() {
-        guard droppedEvents > 0, state == .open, let context, context.channel.isWritable,
-            unsentEvents <= limits.maxQueuedEvents / 2, !isBackedUp
+        guard droppedEvents > 0, state != .closed, subscription != nil, let context, context.channel.isWritable,
+            output.unsentEvents <= limits.maxQueuedEvents / 2, !output.isBackedUp
         else { return }
         let notice = ControlLine.eventsDropped(count: droppedEvents, lastSequence: lastDroppedSequence)
         droppedEvents = 0

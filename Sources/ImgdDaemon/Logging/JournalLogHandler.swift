@@ -78,13 +78,8 @@ public struct JournalLogHandler: LogHandler {
             }
             line = "imgd: \(word)\(message)\n"
         }
-        var bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = retryingOnInterrupt { bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) } }
-            guard written > 0 else { return }
-            offset += written
-        }
+        // A log that cannot be written has nowhere to say so.
+        try? writeAll(descriptor, Array(line.utf8))
     }
 
     /// `metadata` as it follows a message: ` key=value` pairs in key order (logfmt); a value

@@ -50,16 +50,10 @@ struct JSONStreamWriter: ~Copyable {
             buffer.removeAll(keepingCapacity: true)
             return
         }
-        var offset = 0
-        while offset < buffer.count {
-            let written = retryingOnInterrupt {
-                buffer.withUnsafeBytes { raw in write(fileDescriptor, raw.baseAddress! + offset, raw.count - offset) }
-            }
-            guard written > 0 else {
-                error = written < 0 ? errno : EIO
-                break
-            }
-            offset += written
+        do throws(WriteError) {
+            try writeAll(fileDescriptor, buffer)
+        } catch {
+            self.error = error.errno
         }
         buffer.removeAll(keepingCapacity: true)
     }

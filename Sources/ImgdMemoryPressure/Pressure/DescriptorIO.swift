@@ -3,8 +3,8 @@ import Glibc
 #endif
 import ImgdCore
 
-/// The few blocking descriptor operations the pressure monitor needs, retrying interrupts and
-/// short writes, and reporting failures as ``MemoryPressureError``.
+/// The few blocking descriptor reads the pressure monitor needs, retrying interrupts and
+/// reporting failures as ``MemoryPressureError`` (its writes are ImgdBase's `writeAll`).
 enum DescriptorIO {
     /// The whole of a small file (a PSI file, /proc/self/cgroup), at most `limit` bytes; the
     /// rest is ignored. Opened and closed on each call, so a file replaced by rename is seen.
@@ -24,20 +24,6 @@ enum DescriptorIO {
         }
         bytes.removeSubrange(count...)
         return bytes
-    }
-
-    /// Writes all of `bytes` to `descriptor`; returns 0, or the `errno` of the failure. A PSI
-    /// file takes a trigger only in one write, which a regular write of a few bytes is.
-    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
-        var offset = 0
-        while offset < bytes.count {
-            let result = retryingOnInterrupt { bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) } }
-            if result < 0 {
-                return errno
-            }
-            offset += result
-        }
-        return 0
     }
 
     /// Reads and discards what is waiting on a non-blocking `descriptor`, at most 64 KiB a call

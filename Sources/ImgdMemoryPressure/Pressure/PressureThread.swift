@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ImgdCore
 
 /// The dedicated thread the monitor blocks in `poll` on, so no thread of Swift's cooperative
 /// pool is ever held. A pthread rather than Foundation's `Thread` because it can be joined:
@@ -53,7 +54,7 @@ final class PressureThread {
     private static func nameCurrentThread(_ name: String) {
         let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
-        _ = DescriptorIO.writeAll(descriptor, Array(name.utf8.prefix(15)))
+        try? writeAll(descriptor, Array(name.utf8.prefix(15)))
         close(descriptor)
     }
 }

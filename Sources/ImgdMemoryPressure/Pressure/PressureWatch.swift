@@ -98,7 +98,13 @@ struct PressureWatch: Sendable {
             }
             // The kernel overwrites the last byte written with a NUL before parsing, so the
             // trigger is sent NUL-terminated, as systemd and the kernel's example do.
-            let failure = DescriptorIO.writeAll(descriptor, Array(trigger.utf8) + [0])
+            // One write(2) of these few bytes: a PSI file takes a trigger only whole.
+            var failure: Int32 = 0
+            do throws(WriteError) {
+                try writeAll(descriptor, Array(trigger.utf8) + [0])
+            } catch {
+                failure = error.errno
+            }
             guard failure == 0 else {
                 Glibc.close(descriptor)
                 guard isRefusal(failure) else { throw .cannotWrite(path: path, errno: failure) }
@@ -137,10 +143,11 @@ struct PressureWatch: Sendable {
 
     private static func writeOrClose(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(MemoryPressureError) {
         guard !bytes.isEmpty else { return }
-        let failure = DescriptorIO.writeAll(descriptor, bytes)
-        guard failure == 0 else {
+        do throws(WriteError) {
+            try writeAll(descriptor, bytes)
+        } catch {
             Glibc.close(descriptor)
-            throw .cannotWrite(path: path, errno: failure)
+            throw .cannotWrite(path: path, errno: error.errno)
         }
     }
 }

@@ -43,4 +43,8 @@ public struct TOMLError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "line \(line): \(reason)" }
+
+    /// ``key`` as a header writes it (`host."images.example.com".headers`): names the key in a
+    /// message that must not quote the value.
+    public var keyText: String { TOMLTableNode.show(key) }
 }

@@ -1,4 +1,4 @@
-import ImgdDaemon
+import ImgdTOML
 import ImgdTestSupport
 import Testing
 
