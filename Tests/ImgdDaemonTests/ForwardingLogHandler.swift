@@ -1,7 +1,9 @@
+import ImgdDaemon
 import Logging
 
-/// A `LogHandler` that hands each message's text to a closure, for tests that read what a part
-/// of the daemon logged.
+/// A `LogHandler` that hands each line to a closure, for tests that read what a part of the
+/// daemon logged: the message and its metadata (the logger's and the call's), as the daemon's
+/// own handler writes them (` key=value`).
 struct ForwardingLogHandler: LogHandler {
     let forward: @Sendable (Logger.Level, String) -> Void
     var logLevel: Logger.Level = .trace
@@ -12,7 +14,10 @@ struct ForwardingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) { forward(event.level, "\(event.message)") }
+    func log(event: LogEvent) {
+        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        forward(event.level, "\(event.message)" + JournalLogHandler.formatted(merged))
+    }
 }
 
 extension Logger {

@@ -122,9 +122,8 @@ extension ControlConnectionHandler {
     func disconnectSlowReader() {
         guard state != .closed else { return }
         settings.metrics.increment(\.slowReaderDisconnects)
-        settings.logger.info(
-            "control: disconnecting \(peer): it does not read its replies (\(output.queuedBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))",
-            metadata: ["peer": "\(peer)"])
+        logger.info(
+            "control: disconnecting: the client does not read its replies (\(output.queuedBytes) bytes queued, limit \(limits.maxQueuedOutputBytes))")
         close()
     }
 }

@@ -45,6 +45,8 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
 
     let settings: ControlConnectionSettings
     let peer: ControlPeer
+    /// The daemon's logger with this connection's `peer=` on every line.
+    let logger: Logger
     var limits: ControlLimits { settings.limits }
 
     var context: ChannelHandlerContext?
@@ -85,6 +87,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     init(settings: ControlConnectionSettings, peer: ControlPeer) {
         self.settings = settings
         self.peer = peer
+        logger = settings.logger.forPeer(peer)
         output = ControlOutputAccount(limits: settings.limits, now: .now())
     }
 
@@ -156,9 +159,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         case .tooLong:
             state.endInput()
             settings.metrics.increment(\.linesTooLong)
-            settings.logger.info(
-                "control: \(peer) sent a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection",
-                metadata: ["peer": "\(peer)"])
+            logger.info("control: a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
             hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
         case .line(let line) where output.isBackedUp || unparsedLines > 0:
             unparsedLines += 1

@@ -184,7 +184,7 @@ public actor ControlServer {
                 try ControlConnectionPipeline.addHandlers(to: pipeline, settings: settings, peer: peer)
             case .busy(let error):
                 settings.metrics.increment(\.busyRefusals)
-                settings.logger.info("control: refused a connection from \(peer): \(error.message) (busy)", metadata: ["peer": "\(peer)"])
+                settings.logger.forPeer(peer).info("control: refused a connection: \(error.message) (busy)")
                 try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(error)))
             case .stopping:
                 try pipeline.addHandler(ControlRefusalHandler(line: ControlLine.error(.shuttingDown)))
