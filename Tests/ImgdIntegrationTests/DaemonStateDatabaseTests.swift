@@ -76,7 +76,7 @@ struct DaemonStateDatabaseTests {
         // Enough lines that recording them needs pages the full filesystem cannot give.
         let targets = (0..<300).map { "/img/late-\($0).png?w=4&h=4" }
         try daemon.drop("late.txt", targets.map(server.url).joined(separator: "\n") + "\n")
-        let failure = "cannot record the list in the state database, leaving it in the spool"
+        let failure = "cannot record the list in the state database, leaving it in the spool and trying again"
         #expect(await eventually(timeout: .seconds(30)) { daemon.log.contains(failure) }, "log:\n\(daemon.log)")
         #expect(daemon.spoolNames().contains("late.txt"))
         #expect(server.totalRequests == 0)

@@ -34,8 +34,12 @@ actor ListClaimer {
     /// junk lines is cut by its bytes, so a claim holds a few MiB whatever the list).
     static let sliceLines = 5000
     static let sliceBytes = 4 << 20
-    /// How long a list the state database failed to record waits to be claimed again.
+    /// How long a claimed list the state database failed to read back waits to be read again.
     static let stateRetryDelay = DispatchTimeInterval.seconds(1)
+    /// The longest wait before a list the state database failed to record is claimed again:
+    /// the waits double from 1 s up to this, so a database that stays broken costs a spool full
+    /// of lists one claim attempt each per 30 s, not one a second.
+    static let longestClaimRetrySeconds = 30
 
     // Not private: used by ListClaimer+Refusal.
     let folders: SpoolFolders
@@ -50,9 +54,13 @@ actor ListClaimer {
     private nonisolated let stopRequested = Atomic<Bool>(false)
     /// Folders dropped in the spool and reported in this run: left in place, reported once.
     var reportedFolders: Set<SpoolEntryName> = []
-    /// Lists left in the spool because the state database failed while claiming them: each is
-    /// claimed again every ``stateRetryDelay`` until it works (logged once, when it first fails).
-    var waitingForState: Set<SpoolEntryName> = []
+    /// Lists left in the spool because the state database failed while claiming them, with the
+    /// attempts made: each is claimed again after a wait that doubles up to
+    /// ``longestClaimRetrySeconds`` until it works (logged once, when it first fails).
+    var waitingForState: [SpoolEntryName: Int] = [:]
+    /// Those of them with a retry due (one at a time per list, however often the watcher
+    /// reports the name meanwhile).
+    var claimRetryDue: Set<SpoolEntryName> = []
     private nonisolated let limits: Locked<SpoolLimits>
     /// The claim in progress, as `lists` shows it (`claiming`), and whether it is cancelled:
     /// read and marked by `cancel` while the claim holds the actor.
@@ -166,7 +174,7 @@ actor ListClaimer {
         // Looked at before it is opened: opening a FIFO or a device does things.
         var info = stat()
         guard entry.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-            waitingForState.remove(entry)
+            waitingForState[entry] = nil
             return  // gone: claimed already (a name can be reported twice) or removed
         }
         if let refusal = Refusal(info) { return refuse(entry, refusal) }
@@ -271,7 +279,7 @@ actor ListClaimer {
             refuseReplaced(name: name, by: kind)
             return
         }
-        waitingForState.remove(entry)
+        waitingForState[entry] = nil
         do {
             try store.finishClaim(list: record.id)
         } catch {
@@ -320,12 +328,19 @@ actor ListClaimer {
     /// claims it again in a moment: nothing else would, before a restart (the watcher reports a
     /// name once). Logged the first time for each list.
     private func claimLater(_ entry: SpoolEntryName, because error: some Error) {
-        if waitingForState.insert(entry).inserted {
+        let attempts = waitingForState[entry, default: 0]
+        if attempts == 0 {
             logger.forList(entry.display).error(
-                "cannot record the list in the state database, leaving it in the spool and trying again every second: \(error)")
+                "cannot record the list in the state database, leaving it in the spool and trying again (after 1 s, then at most every \(Self.longestClaimRetrySeconds) s): \(error)")
         }
-        executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
-            assumeIsolated { $0.claimNow(entry) }
+        waitingForState[entry] = attempts + 1
+        guard claimRetryDue.insert(entry).inserted else { return }
+        let seconds = min(Self.longestClaimRetrySeconds, 1 << min(attempts, 5))
+        executor.queue.asyncAfter(deadline: .now() + .seconds(seconds)) { [self] in
+            assumeIsolated { claimer in
+                claimer.claimRetryDue.remove(entry)
+                claimer.claimNow(entry)
+            }
         }
     }
 
