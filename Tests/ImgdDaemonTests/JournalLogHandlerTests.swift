@@ -60,12 +60,15 @@ struct JournalLogHandlerTests {
             scoped[metadataKey: "peer"] = "uid 1000"
             scoped.notice("refused", metadata: ["list": "evil\n<0>x"])
             log.info("claimed", metadata: ["list": "a \"b\" c", "url": "", "n": "1=1"])
+            log.info("forged", metadata: ["list": #"x" peer=root z=""#, "path": #"a\b"#])
             log.debug("hidden below info")
             log.critical("gone")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines == [
-            #"<5>refused list=evil\n<0>x peer="uid 1000""#, #"<6>claimed list="a \\"b\\" c" n="1=1" url="""#, "<2>gone", "",
+            #"<5>refused list=evil\n<0>x peer="uid 1000""#, #"<6>claimed list="a \"b\" c" n="1=1" url="""#,
+            // A quote in a value is escaped once: the value cannot end early and add a pair.
+            #"<6>forged list="x\" peer=root z=\"" path=a\\b"#, "<2>gone", "",
         ])
     }
 }

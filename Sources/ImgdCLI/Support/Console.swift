@@ -20,8 +20,9 @@ public final class Console: Sendable {
     /// messages quote file names, URLs and lines of lists, which are anyone's bytes, and a raw
     /// newline or ESC among them would forge a line or rewrite the terminal. Call sites cut long
     /// quotes (``EchoedText/cut(_:limit:)``); escaping happens here, once, for every message.
-    public func message(_ text: String) {
-        let text = EchoedText.escape(text, limit: nil)
+    /// (`escapedTail`: text already escaped, written as it is: a log line's metadata.)
+    public func message(_ text: String, escapedTail: String = "") {
+        let text = EchoedText.escape(text, limit: nil) + escapedTail
         progressShown.withLock { shown in
             write(shown ? "\r\u{1B}[K" + text + "\n" : text + "\n")
             shown = false

@@ -16,6 +16,6 @@ struct ConsoleLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        console.message("imgd: \(event.message)" + JournalLogHandler.formatted(merged))
+        console.message("imgd: \(event.message)", escapedTail: JournalLogHandler.formatted(merged))
     }
 }

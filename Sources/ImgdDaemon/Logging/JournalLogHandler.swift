@@ -14,15 +14,19 @@ import Glibc
 /// ` key=value` pairs in key order (``formatted(_:)``), so every line about one list or peer can
 /// be found by its key, whatever its text says. Each line goes out in one `write(2)`, so lines from different threads never interleave.
 ///
-/// A line is escaped here, whole (``EchoedText``): control characters and invalid UTF-8 in
-/// it become `\n`, `\x1b`, … and it is cut after ``messageLimit`` bytes. So whatever a call
-/// site puts in a message or its metadata — a list's name, a URL, a line of a list — it stays
-/// one line, and no name can forge a line of its own (`evil\n<0>imgd: FAKE EMERGENCY` at
-/// emergency priority). Call sites do not escape (a backslash would show doubled).
+/// A line is escaped here (``EchoedText``): control characters and invalid UTF-8 in it become
+/// `\n`, `\x1b`, …; the message is cut after ``messageLimit`` bytes and each metadata value
+/// after ``valueLimit``. So whatever a call site puts in a message or its metadata — a list's
+/// name, a URL, a line of a list — it stays one line, and no name can forge a line of its own
+/// (`evil\n<0>imgd: FAKE EMERGENCY` at emergency priority) or a `key=value` pair of its own
+/// (`x" peer=root z="`: a value is escaped first, then quoted, its quotes escaped once). Call
+/// sites do not escape (a backslash would show doubled).
 public struct JournalLogHandler: LogHandler {
     /// Bytes of a line kept, at most (4 KiB): room for a few names and echoed lines, each cut
     /// at 512 bytes where it is quoted; past it a message is junk being echoed.
     public static let messageLimit = 4096
+    /// Bytes of one metadata value kept, at most (a list's name, a URL).
+    public static let valueLimit = 1024
 
     /// The level below which messages are dropped when none is set: `info`.
     public static let defaultLevel = Logger.Level.info
@@ -66,7 +70,8 @@ public struct JournalLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        let message = EchoedText.escape(event.message.description + Self.formatted(merged), limit: Self.messageLimit)
+        // The message escaped here; the metadata escaped value by value, once, by `formatted`.
+        let message = EchoedText.escape(event.message.description, limit: Self.messageLimit) + Self.formatted(merged)
         let line: String
         if journal {
             line = "<\(Self.priority(of: event.level))>\(message)\n"
@@ -88,17 +93,20 @@ public struct JournalLogHandler: LogHandler {
     public static func formatted(_ metadata: Logger.Metadata) -> String {
         var text = ""
         for key in metadata.keys.sorted() {
-            let value = "\(metadata[key]!)"
+            // Escaped first (control characters, invalid UTF-8; backslashes doubled), so the
+            // quoting below is the only thing that puts a backslash before a quote: a logfmt
+            // reader sees `\"` as a quote inside the value, never as its end.
+            let value = EchoedText.escape("\(metadata[key]!)", limit: valueLimit)
             let plain = !value.isEmpty && !value.contains { $0 == " " || $0 == "\"" || $0 == "=" }
             var shown = plain ? value : "\""
             if !plain {
                 for character in value {
-                    if character == "\"" || character == "\\" { shown.append("\\") }
+                    if character == "\"" { shown.append("\\") }
                     shown.append(character)
                 }
                 shown.append("\"")
             }
-            text += " \(key)=\(shown)"
+            text += " \(EchoedText.escape(key, limit: valueLimit))=\(shown)"
         }
         return text
     }

@@ -34,9 +34,8 @@ actor ListClaimer {
     /// junk lines is cut by its bytes, so a claim holds a few MiB whatever the list).
     static let sliceLines = 5000
     static let sliceBytes = 4 << 20
-    /// How long a claimed list the state database failed to read back waits to be read again.
-    static let stateRetryDelay = DispatchTimeInterval.seconds(1)
-    /// The longest wait before a list the state database failed to record is claimed again:
+    /// The longest wait before a list the state database failed to record is claimed again (or
+    /// a claimed one it failed to read back is read again):
     /// the waits double from 1 s up to this, so a database that stays broken costs a spool full
     /// of lists one claim attempt each per 30 s, not one a second.
     static let longestClaimRetrySeconds = 30
@@ -58,6 +57,9 @@ actor ListClaimer {
     /// attempts made: each is claimed again after a wait that doubles up to
     /// ``longestClaimRetrySeconds`` until it works (logged once, when it first fails).
     var waitingForState: [SpoolEntryName: Int] = [:]
+    /// The failed attempts before the claim in progress (taken out of `waitingForState` when it
+    /// starts: a claim that ends any other way leaves nothing behind).
+    var attemptsBefore = 0
     /// Those of them with a retry due (one at a time per list, however often the watcher
     /// reports the name meanwhile).
     var claimRetryDue: Set<SpoolEntryName> = []
@@ -168,13 +170,13 @@ actor ListClaimer {
     }
 
     private func claimNow(_ entry: SpoolEntryName) {
+        attemptsBefore = waitingForState.removeValue(forKey: entry) ?? 0
         guard !isStopping, !entry.isIgnored else { return }
         // The list's name from here on (`lists`, reports, the log); the file is still `entry`.
         let name = entry.display
         // Looked at before it is opened: opening a FIFO or a device does things.
         var info = stat()
         guard entry.withCString({ fstatat(folders.spool, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-            waitingForState[entry] = nil
             return  // gone: claimed already (a name can be reported twice) or removed
         }
         if let refusal = Refusal(info) { return refuse(entry, refusal) }
@@ -279,7 +281,6 @@ actor ListClaimer {
             refuseReplaced(name: name, by: kind)
             return
         }
-        waitingForState[entry] = nil
         do {
             try store.finishClaim(list: record.id)
         } catch {
@@ -305,18 +306,23 @@ actor ListClaimer {
     }
 
     /// Hands the claimed list, read back whole (with what its lines said: pin, refresh), to the
-    /// spool; read again every ``stateRetryDelay`` while the state database fails, since the
-    /// list is in `.claimed/` and nothing else would start it before a restart.
-    private func handOver(_ record: ListRecord, cancelled: Bool, failedBefore: Bool = false) {
+    /// spool; read again, after waits that double from 1 s to ``longestClaimRetrySeconds``, while
+    /// the state database fails, since the list is in `.claimed/` and nothing else would start it
+    /// before a restart.
+    private func handOver(_ record: ListRecord, cancelled: Bool, attempts: Int = 0) {
+        // Stopped: it is active in the database and in `.claimed/`, and the next start resumes it.
+        guard !isStopping else { return }
         do {
             guard let claimed = try store.list(record.id) else { return }  // pruned: a cancel finished it
             onClaimed(claimed, cancelled)
         } catch {
-            if !failedBefore {
-                logger.forList(record.name).error("cannot read the claimed list back from the state database: \(error); trying again every second")
+            if attempts == 0 {
+                logger.forList(record.name).error(
+                    "cannot read the claimed list back from the state database: \(error); trying again (after 1 s, then at most every \(Self.longestClaimRetrySeconds) s)")
             }
-            executor.queue.asyncAfter(deadline: .now() + Self.stateRetryDelay) { [self] in
-                assumeIsolated { $0.handOver(record, cancelled: cancelled, failedBefore: true) }
+            let seconds = min(Self.longestClaimRetrySeconds, 1 << min(attempts, 5))
+            executor.queue.asyncAfter(deadline: .now() + .seconds(seconds)) { [self] in
+                assumeIsolated { $0.handOver(record, cancelled: cancelled, attempts: attempts + 1) }
             }
         }
     }
@@ -328,7 +334,7 @@ actor ListClaimer {
     /// claims it again in a moment: nothing else would, before a restart (the watcher reports a
     /// name once). Logged the first time for each list.
     private func claimLater(_ entry: SpoolEntryName, because error: some Error) {
-        let attempts = waitingForState[entry, default: 0]
+        let attempts = attemptsBefore
         if attempts == 0 {
             logger.forList(entry.display).error(
                 "cannot record the list in the state database, leaving it in the spool and trying again (after 1 s, then at most every \(Self.longestClaimRetrySeconds) s): \(error)")

@@ -38,8 +38,12 @@ extension SpoolService {
             // Outcomes not recorded yet (a write failed): the retry pass looks again.
             return
         }
-        record.state = run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done)
-        record.finishedAt = WallClock.nowMilliseconds()
+        // Decided once: a finish tried again after a failure writes the same state, time and
+        // folder (a report already read is not rewritten with another `finished_at`).
+        let decided = run.finishing ?? (run.cancelled ? .cancelled : (record.failed > 0 ? .failed : .done), WallClock.nowMilliseconds())
+        runs[id]!.finishing = decided
+        record.state = decided.state
+        record.finishedAt = decided.at
         let destination = record.state == .done ? folders.done : folders.failed
         // Named after the list, within NAME_MAX with its report's suffix (a long name is
         // shortened), numbered when a finished list has that name there. The name is recorded

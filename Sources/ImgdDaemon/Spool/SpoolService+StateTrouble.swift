@@ -49,8 +49,16 @@ extension SpoolService {
         stateTrouble.isRetryScheduled = false
         guard !stopping else { return }
         stateTrouble.isFailing = false
-        if stateTrouble.resumeMissed { resume() }
-        flush()
+        if stateTrouble.resumeMissed {
+            resume()
+            if !stateTrouble.resumeMissed {
+                // Claims open only now: what was dropped meanwhile is in the spool, looked at again.
+                claimsOpen.store(true, ordering: .relaxed)
+                let watcher = watcher
+                Task { await watcher?.rescan() }
+            }
+        }
+        flush(evenWhileFailing: true)
         if !stateTrouble.isFailing { pump() }
         for id in runs.keys.sorted() where !stateTrouble.isFailing { finishIfDone(id) }
         if !stateTrouble.isFailing, stateTrouble.isAnnounced {

@@ -15,6 +15,8 @@ extension SpoolService {
     /// A claimed list starts warming when fewer than ``WarmingLimits/activeLists`` are (and none
     /// waits before it), else waits its turn (``startWaiting()`` starts it).
     func admit(_ record: ListRecord) {
+        // Once: a list handed over after a retry may already have been resumed (or the reverse).
+        guard runs[record.id] == nil, !turns.withLock({ $0.waiting.contains { $0.id == record.id } }) else { return }
         let cap = warming.activeLists
         let position = turns.withLock { turns -> Int? in
             guard turns.warmed >= cap || !turns.waiting.isEmpty else {
@@ -200,7 +202,11 @@ extension SpoolService {
         }
     }
 
-    func flush() {
+    /// Writes the outcomes and pins kept. While the state database fails only the retry pass
+    /// (and the stop) writes, `evenWhileFailing`: an attempt per answer would redo the whole
+    /// batch each time, every one of them failing.
+    func flush(evenWhileFailing: Bool = false) {
+        guard evenWhileFailing || !stateTrouble.isFailing else { return }
         guard !outcomes.isEmpty || !pins.isEmpty else { return }
         if !outcomes.isEmpty {
             do {

@@ -85,6 +85,9 @@ public actor SpoolService {
     var stopping = false
     /// Failures of the state database (or of the index's pins) not yet overcome, and the retry.
     var stateTrouble = StateTrouble()
+    /// Whether names the watcher reports go to the claimer: not before the lists of the last run
+    /// are resumed (read from the watcher's queue).
+    nonisolated let claimsOpen = Atomic<Bool>(false)
     /// Whether the last read of ``progress`` failed (it is read from any thread).
     nonisolated let progressReadFailing = Atomic<Bool>(false)
 
@@ -114,6 +117,8 @@ public actor SpoolService {
         /// Whether it took a turn (counts in ``Turns/warmed``): false for a list cancelled before
         /// its turn came, which finishes at once.
         var tookTurn = true
+        /// Its final state and time, once a finish was first tried (kept for a retry of it).
+        var finishing: (state: ListState, at: Int)?
     }
 
     /// Opens the spool at `path` (creating its folders) and the state database at `store`.
@@ -145,10 +150,15 @@ public actor SpoolService {
             folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, logger: logger, onEvent: onEvent,
             onClaimed: { [unowned self] record, cancelled in onExecutor { $0.claimed(record, cancelled: cancelled) } })
         self.claimer = claimer
-        let watcher = SpoolWatcher(folder: folders.path) { name in claimer.claim(name) }
-        // Before the watcher starts: the half-made claims of the last run are dropped before
-        // their files are claimed anew.
+        let watcher = SpoolWatcher(folder: folders.path) { [unowned self] name in
+            if claimsOpen.load(ordering: .relaxed) { claimer.claim(name) }
+        }
+        // Before any claim: the half-made claims of the last run are dropped before their files
+        // are claimed anew, and its lists resumed before new ones are admitted. When the state
+        // database cannot be read now, claims stay closed (names seen are dropped) until the
+        // retry pass resumes them; it then opens claims and looks at the whole spool again.
         resume()
+        if !stateTrouble.resumeMissed { claimsOpen.store(true, ordering: .relaxed) }
         self.watcher = watcher
         // What the last run left to prune (abandoned claims included), off the start path.
         pruner.schedule()
@@ -163,11 +173,11 @@ public actor SpoolService {
         await watcher?.stop()
         await claimer?.stop()
         await pruner.stop()
-        flush()
+        flush(evenWhileFailing: true)
     }
 
     /// Writes what the downloader's shutdown answered (nothing is recorded as failed by it).
     public func finalFlush() {
-        flush()
+        flush(evenWhileFailing: true)
     }
 }

@@ -149,7 +149,9 @@ public actor SpoolWatcher {
         scheduleCreatedCheck(fd)
     }
 
-    private func rescan() {
+    /// Reports every name in the folder now (at start, after an overflow, and when the spool
+    /// opens its claims late: see `SpoolService.start()`).
+    func rescan() {
         guard let handle = opendir(folder) else { return }
         defer { closedir(handle) }
         var names: [SpoolEntryName] = []
