@@ -13,6 +13,10 @@ extension DaemonCommands {
         let config = services.config.withLock { $0 }
         let budget = services.disk.budget.snapshot
         let downloads = services.downloader.statistics
+        // The events counted before the memory tier is read: an event is counted after its
+        // purge, so a status that counts it shows the tier purged (read the other way round, a
+        // purge between the two reads showed the event with the memory it emptied).
+        let pressureEvents = services.pressure.eventsHandled
         let memory = services.memory.statistics
         let totals = (try? services.disk.index.totals()) ?? (entries: 0, bytes: 0)
         let pinned = (try? services.disk.index.pinnedBytes(now: WallClock.nowMilliseconds())) ?? 0
@@ -32,7 +36,7 @@ extension DaemonCommands {
                 "bytes": JSONValue(memory.bytes), "entries": JSONValue(memory.entries), "limit": JSONValue(memory.limitBytes),
                 "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
             ],
-            "pressure_events": JSONValue(services.pressure.eventsHandled),
+            "pressure_events": JSONValue(pressureEvents),
             "max_rate": config.maxRate > 0 ? JSONValue(config.maxRate) : .null,
             "max_rate_applies_to": .string(config.maxRateAppliesTo.rawValue),
             "throttled_now": JSONValue(downloads.throttledNow),
