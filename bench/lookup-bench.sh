@@ -193,13 +193,10 @@ start_imgd() {
     fi
 }
 
-# Drops the list into each daemon's spool and waits until it lands in done/, so every URL is
-# cached before a lookup is timed; then takes a hit's reply size (Redis's values match it).
-warm_imgd() {
-    warm_daemon "$WORK/imgd/spool" "$WORK/logs/imgd.log"
-    [[ -z $REF_BIN ]] || warm_daemon "$WORK/imgd-ref/spool" "$WORK/logs/imgd-ref.log"
-    # The size of a typical hit's reply, so Redis's values are the same size.
-    REPLY_BYTES=$(python3 - "$SOCKET" "$(head -1 "$URL_LIST")" <<'PY'
+# imgd's reply (its line, without the newline) to `get` of the list's first URL, as request 1,
+# from the cache only: checked to be a hit.
+hit_reply() {
+    python3 - "$SOCKET" "$(head -1 "$URL_LIST")" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
@@ -208,9 +205,19 @@ reply = b""
 while not reply.endswith(b"\n"):
     reply += s.recv(65536)
 assert json.loads(reply)["ok"], reply
-print(len(reply))
+sys.stdout.write(reply[:-1].decode())
 PY
-)
+}
+
+# Drops the list into each daemon's spool and waits until it lands in done/, so every URL is
+# cached before a lookup is timed; then takes a hit's reply size (Redis's values match it).
+warm_imgd() {
+    warm_daemon "$WORK/imgd/spool" "$WORK/logs/imgd.log"
+    [[ -z $REF_BIN ]] || warm_daemon "$WORK/imgd-ref/spool" "$WORK/logs/imgd-ref.log"
+    # The size of a typical hit's reply, so Redis's values are the same size.
+    local reply
+    reply=$(hit_reply)
+    REPLY_BYTES=$(( $(printf '%s' "$reply" | wc -c) + 1 ))
     log "a hit's reply is $REPLY_BYTES bytes (newline included)"
 }
 
@@ -266,19 +273,10 @@ start_floor() {
     command -v cc >/dev/null || apt_install "$WORK/logs/apt.log" gcc
     mkdir -p "$WORK/floor"
     cc -O2 -o "$WORK/floor/line-floor" "$BENCH_DIR/floor/line_floor.c" || die "could not build bench/floor/line_floor.c"
-    local tail
-    tail=$(python3 - "$SOCKET" "$(head -1 "$URL_LIST")" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(json.dumps({"id": 1, "cmd": "get", "url": sys.argv[2], "fetch": False}).encode() + b"\n")
-reply = b""
-while not reply.endswith(b"\n"):
-    reply += s.recv(65536)
-assert reply.startswith(b'{"id":1,'), reply
-print(reply[len(b'{"id":1'):-1].decode())
-PY
-)
+    local reply tail
+    reply=$(hit_reply)
+    tail=${reply#'{"id":1'}
+    [[ $tail != "$reply" ]] || die "a hit's reply does not start with its id: $reply"
     "$WORK/floor/line-floor" "$FLOOR_SOCKET" "$tail" </dev/null >"$WORK/logs/floor.log" 2>&1 &
     FLOOR_PID=$!
     for _ in $(seq 100); do [[ -S $FLOOR_SOCKET ]] && break; sleep 0.05; done
