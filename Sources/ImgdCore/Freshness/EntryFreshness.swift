@@ -45,17 +45,34 @@ public struct EntryFreshness: Sendable, Equatable {
     ///   once both the response's lifetime and `minFresh` have run out; an entry without a
     ///   lifetime is due after `minFresh`, except an `immutable` one, which never is.
     public func isDue(under rule: RefreshRule, minFresh: Duration, now: Int) -> Bool {
+        guard let dueAt = dueAt(under: rule, minFresh: minFresh) else { return false }
+        return now >= dueAt
+    }
+
+    /// The instant (milliseconds since 1970) from which ``isDue(under:minFresh:now:)`` is true,
+    /// or nil when it never is: what a response built from the entry can say of its freshness
+    /// (`Cache-Control: max-age`). An entry due at every use (`no-cache`) is due from
+    /// `Int.min`. The one place the rules are written: `isDue` asks this.
+    public func dueAt(under rule: RefreshRule, minFresh: Duration) -> Int? {
         switch rule {
         case .off:
-            return false
+            return nil
         case .after(let duration):
-            if noCache, !immutable { return true }
-            return now - validatedAt >= duration.wholeMilliseconds
+            if noCache, !immutable { return Int.min }
+            return Self.adding(duration, to: validatedAt)
         case .respectHeaders:
-            if noCache, !immutable { return true }
-            if immutable, freshUntil == nil { return false }
-            let floor = validatedAt + minFresh.wholeMilliseconds
-            return now >= max(freshUntil ?? validatedAt, floor)
+            if noCache, !immutable { return Int.min }
+            if immutable, freshUntil == nil { return nil }
+            // A floor past the end of time is never reached: never due.
+            guard let floor = Self.adding(minFresh, to: validatedAt) else { return nil }
+            return max(freshUntil ?? validatedAt, floor)
         }
+    }
+
+    /// `instant` + `duration` in milliseconds, or nil when that is past `Int.max` (a duration
+    /// of centuries from a configuration: never).
+    private static func adding(_ duration: Duration, to instant: Int) -> Int? {
+        let (sum, overflow) = instant.addingReportingOverflow(duration.wholeMilliseconds)
+        return overflow ? nil : sum
     }
 }

@@ -34,6 +34,36 @@ public enum HTTPDate {
         return ((days * 24 + time.0) * 60 + time.1) * 60_000 + time.2 * 1000
     }
 
+    /// `milliseconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form
+    /// a sender must use (`Last-Modified`, `Date`); the milliseconds are dropped, and an instant
+    /// before 1970 is written as 1970's first second.
+    public static func format(milliseconds: Int) -> String {
+        let seconds = max(milliseconds, 0) / 1000
+        let days = seconds / 86_400, secondOfDay = seconds % 86_400
+        let (year, month, day) = civil(daysSinceEpoch: days)
+        // 1970-01-01 was a Thursday.
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days % 7]
+        let monthName = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][month - 1]
+        return "\(weekday), \(twoDigits(day)) \(monthName) \(year) \(twoDigits(secondOfDay / 3600)):"
+            + "\(twoDigits(secondOfDay / 60 % 60)):\(twoDigits(secondOfDay % 60)) GMT"
+    }
+
+    private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+
+    /// The date `days` after 1970-01-01 (the inverse of ``daysSinceEpoch(year:month:day:)``;
+    /// H. Hinnant's civil-from-days).
+    static func civil(daysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     /// Days from 1970-01-01 to the date (the proleptic Gregorian calendar; H. Hinnant's
     /// days-from-civil).
     static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
