@@ -78,7 +78,7 @@ public final class CacheDirectory: Sendable {
         return FolderDescriptors(root: rootDescriptor, temp: tempDescriptor)
     }
 
-    private var rootDescriptor: Int32 { descriptors.withLock { $0.root } }
+    var rootDescriptor: Int32 { descriptors.withLock { $0.root } }
     private var tempDescriptor: Int32 { descriptors.withLock { $0.temp } }
 
     // MARK: - Durability
