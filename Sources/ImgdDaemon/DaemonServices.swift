@@ -35,6 +35,10 @@ final class DaemonServices: Sendable {
     let spool: SpoolService
     let events: EventHub
     let server: ControlServer
+    /// The HTTP face, when `http-listen` is set (or systemd passed its socket).
+    let http: HTTPFaceServer?
+    /// `/healthz`'s probe of the loops.
+    let health: HTTPFaceHealth
     /// The daemon's own counters (`stats`), kept with the outcomes that fill them.
     var counters: DaemonCounters { outcomes.counters }
     /// Every URL's outcome, counted and published in one place.
@@ -60,7 +64,7 @@ final class DaemonServices: Sendable {
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
-        outcomes: OutcomeRecorder
+        http: HTTPFaceServer?, outcomes: OutcomeRecorder
     ) {
         self.outcomes = outcomes
         pins = PinWriter(index: disk.index, outcomes: outcomes, logger: logger)
@@ -78,13 +82,25 @@ final class DaemonServices: Sendable {
         self.spool = spool
         self.events = events
         self.server = server
+        self.http = http
+        health = HTTPFaceHealth { [downloader, spool] in
+            if !(await HTTPFaceHealth.answers(within: HTTPFaceHealth.probeTimeout) { await downloader.ping() }) {
+                return "the download engine's loop"
+            }
+            if !(await HTTPFaceHealth.answers(within: HTTPFaceHealth.probeTimeout) { await spool.respond() }) {
+                return "the spool's queue"
+            }
+            return nil
+        }
     }
 
     static func start(config: DaemonConfig, options: DaemonOptions, logger: Logger) async throws(DaemonStartError)
         -> DaemonServices
     {
         // Read once: sd_listen_fds() unsets LISTEN_FDS, so a second look would find nothing.
-        let address = listenAddress(config: config)
+        let inherited = SocketActivation.inherited()
+        let address = listenAddress(config: config, inherited: inherited)
+        let httpAddress = try httpListenAddress(config: config, inherited: inherited)
         let socket = switch address {
         case .path(let path): path
         case .inheritedDescriptor(let descriptor): "fd \(descriptor) passed by systemd (socket activation)"
@@ -92,7 +108,10 @@ final class DaemonServices: Sendable {
         // Before anything is opened: a max-connections the descriptor limit cannot serve is
         // refused now, not met as EMFILE on accept() (or a download, or a database) later.
         try DescriptorBudget(config: config).check(limit: DescriptorBudget.raiseLimit())
-        logger.info("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)")
+        logger.info("imgd \(ImgdVersion.string) (pid \(getpid())): spool \(config.spool), cache \(config.cache), state \(config.state), socket \(socket)\(httpAddress.map { ", http \($0)" } ?? "")")
+        if !inherited.unknown.isEmpty {
+            logger.warning("systemd passed sockets imgd does not use (left open, unused): \(inherited.unknown.joined(separator: ", "))")
+        }
         // Before the lists are read: a second imgd on this state folder would resume the first
         // one's lists and claim from its spool.
         let stateLock: CacheLock
@@ -179,11 +198,16 @@ final class DaemonServices: Sendable {
         let server = ControlServer(
             listening: address,
             limits: config.controlLimits, handler: handler, events: events, logger: logger)
+        let backend = HTTPFaceBackend()
+        let http = httpAddress.map {
+            HTTPFaceServer(listening: $0, limits: config.httpLimits, allowRemote: config.httpAllowRemote, backend: backend, logger: logger)
+        }
         let services = DaemonServices(
             options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server, outcomes: outcomes)
+            server: server, http: http, outcomes: outcomes)
         handler.attach(services)
+        backend.attach(services)
         services.checkDiskSpace()
 
         do {
@@ -198,15 +222,36 @@ final class DaemonServices: Sendable {
             await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
         }
+        do throws(HTTPFaceError.Start) {
+            try await http?.start()
+        } catch {
+            await services.abandonStart()
+            throw DaemonStartError(description: "\(error)")
+        }
         services.notifier.ready(status: services.statusLine())
         logger.info("ready")
         return services
     }
 
     /// The socket: the one systemd passed (socket activation), else the configured path.
-    private static func listenAddress(config: DaemonConfig) -> ControlListenAddress {
-        if let fd = SocketActivation.listeningDescriptor() { return .inheritedDescriptor(fd) }
+    private static func listenAddress(config: DaemonConfig, inherited: SocketActivation.Inherited) -> ControlListenAddress {
+        if let fd = inherited.control { return .inheritedDescriptor(fd) }
         return .path(config.socket)
+    }
+
+    /// The HTTP face's socket: the one systemd passed as `http`, else `http-listen`; nil for no
+    /// face. A passed socket without `http-listen` is an error: the unit and the settings
+    /// disagree, and which is meant cannot be guessed.
+    private static func httpListenAddress(config: DaemonConfig, inherited: SocketActivation.Inherited) throws(DaemonStartError)
+        -> HTTPListenAddress?
+    {
+        guard let fd = inherited.http else { return config.httpListen }
+        guard config.httpListen != nil else {
+            throw DaemonStartError(
+                description: "systemd passed an HTTP socket (imgd-http.socket) but http-listen is not set: set it to the socket's address "
+                    + "(as in imgd-http.socket's ListenStream=), or stop imgd-http.socket")
+        }
+        return .inheritedDescriptor(fd)
     }
 
     /// The services that run the started daemon, in start order; the group stops them in
@@ -229,9 +274,11 @@ final class DaemonServices: Sendable {
                 },
                 status: { self.statusLine() })),
             .init(service: server),
-            .init(service: WarmingService(
-                notifier: notifier, spool: spool, server: server, downloader: downloader, logger: logger)),
         ]
+        // After the control socket, so it stops first; its intake stops with the control socket's.
+        if let http { services.append(.init(service: http)) }
+        services.append(.init(service: WarmingService(
+            notifier: notifier, spool: spool, server: server, http: http, downloader: downloader, logger: logger)))
         if let signals { services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)) }
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         configuration.maximumGracefulShutdownDuration = Daemon.stopDeadline
@@ -243,6 +290,7 @@ final class DaemonServices: Sendable {
     private func abandonStart() async {
         await spool.stop()
         await server.stop()
+        await http?.stop()
         _ = await downloader.shutdown(within: Daemon.stopDeadline)
         await StateService(spool: spool, pins: pins, disk: disk, stateLock: stateLock, logger: logger).close()
     }

@@ -355,6 +355,13 @@ public final class Downloader: Sendable {
         }
     }
 
+    /// Returns once every body handed to the publisher before the call has its row committed (or
+    /// has failed): for a reader that found a key being published (``DiskCache/openVerified(_:)``
+    /// answered `.publishing`) and must see the row that goes with the file.
+    public func settlePublishing() async {
+        await engine.publisher.settle()
+    }
+
     /// The failures remembered now (each URL is answered with its error without a new attempt
     /// until the memory expires or ``forgetFailures(of:)``).
     public func rememberedFailures() async -> [(url: String, error: DownloadError)] {

@@ -79,6 +79,27 @@ public final class TieredCache: Sendable {
         return diskHit(recorded, needs: need)
     }
 
+    /// For a reader that holds `found`'s file open (``DiskCache/openVerified(_:)``): its bytes,
+    /// read from `descriptor` (so they are the bytes the row describes) and kept in the memory
+    /// tier, when small enough to keep (as ``diskHit(_:needs:)`` keeps them); else nil.
+    public func keepInMemory(_ found: CachedEntry, from descriptor: Int32) -> [UInt8]? {
+        let size = found.entry.bytes
+        guard size > 0, size <= memory.statistics.limitBytes / 8 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        let complete = bytes.withUnsafeMutableBytes { buffer -> Bool in
+            while done < size {
+                let got = retryingOnInterrupt { pread(descriptor, buffer.baseAddress! + done, size - done, off_t(done)) }
+                guard got > 0 else { return false }
+                done += got
+            }
+            return true
+        }
+        guard complete else { return nil }
+        memory.insert(MemoryImage(bytes: bytes, entry: found), for: found.entry.key)
+        return bytes
+    }
+
     /// The image for `key` from the memory tier alone: no index query, no file read (for a
     /// path, one `fstatat` checks the file is still there), so it may run where nothing may wait.
     public func memoryLookup(_ key: CacheKey, needs need: CacheNeed) -> CacheHit? {

@@ -20,6 +20,8 @@ struct SettingDeclarationTests {
         "max-list-lines": "10000000", "max-active-lists": "16", "max-add-urls": "10000", "max-queued": "100000", "max-data-bytes": "4MiB",
         "max-queued-bytes": "64MiB",
         "max-queued-share": "25",
+        "http-listen": nil, "http-allow-remote": "false", "http-max-connections": "256", "http-max-connections-per-peer": "64",
+        "http-header-bytes": "32KiB", "http-header-timeout": "10s", "http-idle-timeout": "75s",
     ]
 
     @Test("every default is the value imgd had, whichever type now holds it")

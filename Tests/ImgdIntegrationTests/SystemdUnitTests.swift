@@ -38,9 +38,11 @@ struct SystemdUnitTests {
         #expect(reloading != service, "imgd.service has no 'ExecReload=/usr/bin/imgctl ' line to point at the built binary")
         try scratch.write("imgd.service", reloading)
         try scratch.write("imgd.socket", try Self.text("imgd.socket"))
+        try scratch.write("imgd-http.socket", try Self.text("imgd-http.socket"))
 
         let run = try await SystemdTool.run(
-            "systemd-analyze", ["verify", "--no-pager", scratch.path + "/imgd.service", scratch.path + "/imgd.socket"])
+            "systemd-analyze",
+            ["verify", "--no-pager", scratch.path + "/imgd.service", scratch.path + "/imgd.socket", scratch.path + "/imgd-http.socket"])
         guard let run else { return }
         #expect(run.status == 0, "systemd-analyze verify failed:\n\(run.text)")
         // verify also loads the host's units that ours pull in (network-online.target,
@@ -94,6 +96,16 @@ struct SystemdUnitTests {
         #expect(socket.values("Socket", "SocketGroup") == service.values("Service", "Group"))
         #expect(service.values("Service", "Sockets") == ["imgd.socket"])
         #expect(socket.values("Socket", "Service") == ["imgd.service"])
+        // The HTTP face's socket: beside the control socket, the same owner and mode, named so
+        // that imgd tells the two apart.
+        let http = try UnitFile(parsing: try Self.text("imgd-http.socket"))
+        #expect(http.values("Socket", "ListenStream") == ["/run/imgd/http.sock"])
+        #expect(http.values("Socket", "SocketUser") == socket.values("Socket", "SocketUser"))
+        #expect(http.values("Socket", "SocketGroup") == socket.values("Socket", "SocketGroup"))
+        #expect(http.values("Socket", "SocketMode") == ["0660"])
+        #expect(http.values("Socket", "FileDescriptorName") == ["http"])
+        #expect(socket.values("Socket", "FileDescriptorName") == ["control"])
+        #expect(http.values("Socket", "Service") == ["imgd.service"])
     }
 
     @Test("systemd-sysusers --root makes system user and group imgd, home /var/lib/imgd, no login shell")

@@ -74,6 +74,13 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("max-data-bytes")) var maxDataBytes: String?
     @Option(help: .setting("max-queued-bytes")) var maxQueuedBytes: String?
     @Option(help: .setting("max-queued-share")) var maxQueuedShare: String?
+    @Option(help: .setting("http-listen")) var httpListen: String?
+    @Option(help: .setting("http-allow-remote")) var httpAllowRemote: String?
+    @Option(help: .setting("http-max-connections")) var httpMaxConnections: String?
+    @Option(help: .setting("http-max-connections-per-peer")) var httpMaxConnectionsPerPeer: String?
+    @Option(help: .setting("http-header-bytes")) var httpHeaderBytes: String?
+    @Option(help: .setting("http-header-timeout")) var httpHeaderTimeout: String?
+    @Option(help: .setting("http-idle-timeout")) var httpIdleTimeout: String?
 
     static let otherOptions: Set<String> = ["_config"]
 

@@ -125,50 +125,79 @@ extension DaemonCommands {
     /// again, and hands back the row it recorded, which the reply is made from.
     func get() async throws(ControlError) -> JSONValue {
         let arguments = try getArguments()
-        let image = arguments.image, data = arguments.data, need = arguments.need
-        let url = image.url
         let fetch = try request.bool("fetch", default: true)
         let wait = try request.bool("wait", default: true)
+        guard wait else { return try getWithoutWaiting(arguments, fetch: fetch) }
+        let answer = try await diskOrNetworkHit(arguments, fetch: fetch)
+        return Self.json(answer.hit, source: answer.source, data: arguments.data)
+    }
+
+    /// `get` with `wait: false`: a hit as usual, else the URL queued and `pending` answered.
+    private func getWithoutWaiting(_ arguments: GetArguments, fetch: Bool) throws(ControlError) -> JSONValue {
         if let cached = try cachedImage(tier: .disk, arguments: arguments) { return cached }
+        countMiss()
+        let url = arguments.image.url
+        guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
+        // No task per request: a held token, counted against max-queued like an add's.
+        let limit = heldLimit
+        // Its outcome is recorded like a waiting get's: the reply went out already.
+        guard services.downloader.prefetch(
+            [arguments.image], submitter: .interactive, priority: .onDemand, limit: limit, caller: request.peer.uid,
+            handler: outcomeReporter())
+        else {
+            throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count)
+        }
+        return ["pending": true]
+    }
+
+    /// A `get` the memory tier did not answer: the disk tier's hit, else (with `fetch`) the
+    /// image downloaded and its hit, and the source to report (`network` for a body fetched now).
+    func diskOrNetworkHit(_ arguments: GetArguments, fetch: Bool) async throws(ControlError) -> (hit: CacheHit, source: CacheSource) {
+        if let cached = try cachedHit(tier: .disk, arguments: arguments) { return (cached.hit, cached.hit.source) }
+        countMiss()
+        let image = arguments.image
+        guard fetch else { throw .notFound("\(image.url.normalized) is not cached (fetch: false)") }
+        let fetched = try await fetchNow(image)
+        if arguments.data { try checkDataSize(fetched.bytes) }
+        // From the row the downloader recorded (a revalidation's 304 hands back none: looked up).
+        let found: CacheHit?
+        if let entry = fetched.entry {
+            found = services.tiers.recordedHit(CachedEntry(entry: entry, path: fetched.path), needs: arguments.need)
+        } else {
+            found = services.tiers.lookup(image.key, needs: arguments.need)
+        }
+        guard let hit = found else { throw Self.goneAgain(image.url) }
+        return (hit, fetched.source == .network ? .network : hit.source)
+    }
+
+    /// A `get` counted as a miss of both tiers.
+    func countMiss() {
         services.counters.update { counters in
             counters.gets += 1
             counters.misses += 1
         }
-        guard fetch else { throw .notFound("\(url.normalized) is not cached (fetch: false)") }
-        let downloader = services.downloader
-        guard wait else {
-            // No task per request: a held token, counted against max-queued like an add's.
-            let limit = heldLimit
-            // Its outcome is recorded like a waiting get's: the reply went out already.
-            guard downloader.prefetch(
-                [image], submitter: .interactive, priority: .onDemand, limit: limit, caller: request.peer.uid, handler: outcomeReporter())
-            else {
-                throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count)
-            }
-            return ["pending": true]
-        }
+    }
+
+    /// Downloads `image` now, at on-demand priority, its outcome recorded; a new body under the
+    /// key (a digest asked for, a signed URL's other form) replaces what the memory tier may
+    /// hold of the old one.
+    func fetchNow(_ image: ImageRequest) async throws(ControlError) -> CachedImage {
         let fetched: CachedImage
         do {
-            fetched = try await downloader.fetch(image, priority: .onDemand, caller: request.peer.uid, checkingDisk: false)
-            services.outcomes.record(url, .success(fetched))
+            fetched = try await services.downloader.fetch(image, priority: .onDemand, caller: request.peer.uid, checkingDisk: false)
+            services.outcomes.record(image.url, .success(fetched))
         } catch {
-            services.outcomes.record(url, .failure(error))
+            services.outcomes.record(image.url, .failure(error))
             throw .other(code: error.code, message: error.message)
         }
-        // A new body under the key (a digest asked for, a signed URL's other form) replaces
-        // what the memory tier may hold of the old one.
         if fetched.source == .network { services.memory.remove(image.key) }
-        if data { try checkDataSize(fetched.bytes) }
-        // From the row the downloader recorded (a revalidation's 304 hands back none: looked up).
-        let found: CacheHit?
-        if let entry = fetched.entry {
-            found = services.tiers.recordedHit(CachedEntry(entry: entry, path: fetched.path), needs: need)
-        } else {
-            found = services.tiers.lookup(image.key, needs: need)
-        }
-        guard let hit = found else {
-            throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
-        }
-        return Self.json(hit, source: fetched.source == .network ? .network : hit.source, data: data)
+        return fetched
+    }
+
+    /// An image fetched and gone from the cache again before it could be answered.
+    static func goneAgain(_ url: ImageURL) -> ControlError {
+        .other(
+            code: FailureCode.disk.rawValue,
+            message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
     }
 }

@@ -219,6 +219,45 @@ extension DaemonConfig {
             help: SettingHelp(
                 "Percent of max-queued and max-queued-bytes one member's add, get without waiting, refresh and retry may hold",
                 detail: "per uid; root, imgd's user and admin-group have no share; 100: none")),
+        // The HTTP face (off unless http-listen is set). Its listener and limits need a restart.
+        DaemonSetting(
+            "http-listen", \.httpListen, reloadable: false,
+            help: SettingHelp(
+                "Where the HTTP face (read-through origin, /metrics, /readyz) listens",
+                detail: "a TCP address must be loopback unless http-allow-remote is true",
+                valueName: "unix:PATH|HOST:PORT", none: "none: no HTTP face"),
+            show: { $0?.description ?? "" }, spell: { $0?.description }
+        ) { value throws(SettingError) in
+            let text = try value.text()
+            guard !text.isEmpty else { return nil }
+            do throws(HTTPListenAddressError) {
+                return try HTTPListenAddress(parsing: text)
+            } catch {
+                throw SettingError(reason: error.reason)
+            }
+        },
+        .boolean(
+            "http-allow-remote", \.httpAllowRemote, reloadable: false,
+            help: SettingHelp(
+                "Let http-listen be a non-loopback address: anyone who reaches it makes imgd fetch URLs",
+                valueName: "true|false")),
+        .integer(
+            "http-max-connections", \.httpMaxConnections, 1...100_000, reloadable: false,
+            help: SettingHelp("HTTP face connections at once", detail: "the last eighth only for users with none open")),
+        .integer(
+            "http-max-connections-per-peer", \.httpMaxConnectionsPerPeer, 1...100_000, reloadable: false,
+            help: SettingHelp(
+                "HTTP face connections one user (uid) may hold on a Unix socket",
+                detail: "a proxy's keepalive pool must fit; TCP peers have no uid")),
+        .bytes(
+            "http-header-bytes", \.httpHeaderBytes, minimum: 1024, reloadable: false,
+            help: SettingHelp("Largest HTTP request head, request line included", detail: "larger gets 431")),
+        .duration(
+            "http-header-timeout", \.httpHeaderTimeout, minimum: .seconds(1), reloadable: false,
+            help: SettingHelp("A request head must arrive whole within this long of its first byte", detail: "else 408")),
+        .duration(
+            "http-idle-timeout", \.httpIdleTimeout, minimum: .seconds(1), reloadable: false,
+            help: "An HTTP connection with no request this long after its last response is closed"),
     ]
 
     /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.

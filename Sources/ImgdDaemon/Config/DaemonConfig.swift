@@ -109,6 +109,15 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The largest image `get` returns inline with `data: true`
     /// (``DaemonCommands/defaultMaxDataBytes``).
     public var maxDataBytes = DaemonCommands.defaultMaxDataBytes
+    /// Where the HTTP face listens; nil (the default) for no HTTP face.
+    public var httpListen: HTTPListenAddress?
+    /// Whether `http-listen` may be a non-loopback TCP address.
+    public var httpAllowRemote = false
+    public var httpMaxConnections = HTTPFaceLimits().maxConnections
+    public var httpMaxConnectionsPerPeer = HTTPFaceLimits().maxConnectionsPerPeer
+    public var httpHeaderBytes = HTTPFaceLimits().maxHeaderBytes
+    public var httpHeaderTimeout = HTTPFaceLimits().headerTimeout
+    public var httpIdleTimeout = HTTPFaceLimits().idleTimeout
 
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.
@@ -156,6 +165,13 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The control socket's limits these settings describe.
     public var controlLimits: ControlLimits {
         ControlLimits(maxConnections: maxConnections, maxConnectionsPerPeer: maxConnectionsPerPeer)
+    }
+
+    /// The HTTP face's limits these settings describe.
+    public var httpLimits: HTTPFaceLimits {
+        HTTPFaceLimits(
+            maxConnections: httpMaxConnections, maxConnectionsPerPeer: httpMaxConnectionsPerPeer, maxHeaderBytes: httpHeaderBytes,
+            headerTimeout: httpHeaderTimeout, idleTimeout: httpIdleTimeout)
     }
 
     /// The spool's caps these settings describe.

@@ -9,13 +9,15 @@ import ServiceLifecycle
 ///
 /// At shutdown (graceful, or the group cancelled): `STOPPING=1`; the spool stops taking lists
 /// and writes every outcome received (lists in progress stay active and resume at the next
-/// start); the socket stops accepting and tells its connections; then the transfers are
+/// start); the sockets (control, HTTP) stop accepting and tell their connections; then the transfers are
 /// cancelled — a request waiting on a download is answered by that, and its URL stays pending
 /// for the next run — within ``Daemon/stopDeadline``, after which the daemon exits anyway.
 struct WarmingService: Service {
     let notifier: SystemdNotifier
     let spool: SpoolService
     let server: ControlServer
+    /// The HTTP face, when `http-listen` is set: it stops accepting beside the control socket.
+    let http: HTTPFaceServer?
     let downloader: Downloader
     let logger: Logger
 
@@ -24,6 +26,7 @@ struct WarmingService: Service {
         notifier.stopping()
         await spool.stop()
         await server.stopAccepting()
+        await http?.stopAccepting()
         if await !downloader.shutdown(within: Daemon.stopDeadline) {
             logger.warning("transfers did not stop within \(Daemon.stopDeadline); exiting anyway")
         }

@@ -18,7 +18,9 @@ import Glibc
 /// - 3 per event-loop thread of the control server (epoll, eventfd, timerfd), one thread per core;
 /// - the downloads: per transfer (`max-parallel`, 8) its socket, its body file and the
 ///   resolver's socket pair, plus libcurl's cache of idle connections (twice `max-parallel`, at
-///   least 32) and its wake-up pair: 58.
+///   least 32) and its wake-up pair: 58;
+/// - with the HTTP face, `http-max-connections` twice (a socket, and the cache file a response
+///   sends from), plus 32 for its refused connections and its listening socket.
 struct DescriptorBudget: Sendable {
     static let refusalMargin = 32
     static let processMargin = 64
@@ -26,16 +28,19 @@ struct DescriptorBudget: Sendable {
     let connections: Int
     let eventLoops: Int
     let transfers: Int
+    /// The HTTP face's share: none without it.
+    let http: Int
 
     init(config: DaemonConfig, cores: Int = System.coreCount) {
         connections = config.maxConnections
+        http = config.httpListen == nil ? 0 : 2 * config.httpMaxConnections + Self.refusalMargin
         eventLoops = 3 * cores
         let parallel = config.maxParallel
         transfers = 3 * parallel + max(32, 2 * parallel) + 2
     }
 
     /// Descriptors needed beside the connections.
-    var others: Int { Self.refusalMargin + Self.processMargin + eventLoops + transfers }
+    var others: Int { Self.refusalMargin + Self.processMargin + eventLoops + transfers + http }
 
     var needed: Int { connections + others }
 
@@ -68,7 +73,8 @@ struct DescriptorBudget: Sendable {
         throw DaemonStartError(
             description: "max-connections \(connections) needs \(needed) file descriptors (\(connections) connections, "
                 + "\(Self.refusalMargin) for refused ones, \(transfers) for max-parallel downloads, \(eventLoops) for event loops, "
-                + "\(Self.processMargin) for databases, folders and the rest), but the limit is \(limit) (RLIMIT_NOFILE, "
+                + "\(Self.processMargin) for databases, folders and the rest"
+                + (http > 0 ? ", \(http) for the HTTP face's http-max-connections" : "") + "), but the limit is \(limit) (RLIMIT_NOFILE, "
                 + "raised to its hard limit): \(fix)")
     }
 }

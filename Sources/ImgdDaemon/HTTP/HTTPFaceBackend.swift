@@ -1,0 +1,38 @@
+import ImgdCore
+import ImgdProtocol
+import ImgdStore
+import NIOCore
+import NIOHTTP1
+
+/// The daemon as the HTTP face sees it: an image request becomes a `get` (the same lookup,
+/// counters, limits and errors as on the control socket), and the other routes ask the
+/// daemon's status. Attached once the services exist (the face is built before them).
+final class HTTPFaceBackend: Sendable {
+    private let services = Locked<DaemonServices?>(nil)
+
+    func attach(_ services: DaemonServices) {
+        self.services.withLock { $0 = services }
+    }
+
+    /// The `get` that `query` from `peer` stands for; nil while the daemon is not attached.
+    func commands(for query: ImageQuery, peer: ControlPeer) -> DaemonCommands? {
+        guard let services = services.withLock({ $0 }) else { return nil }
+        var arguments: [String: JSONValue] = ["url": .string(query.url)]
+        for (name, value) in query.arguments { arguments[name] = .string(value) }
+        return DaemonCommands(services: services, request: ControlRequest(command: "get", arguments: arguments, peer: peer))
+    }
+
+    /// A `get` over HTTP answered by `source` (nil: an error), for the latency histograms.
+    func recordGet(source: CacheSource?, since started: NIODeadline) {}
+
+    /// `/metrics`, `/healthz` and `/readyz`.
+    func answer(_ route: HTTPFaceRoute) async -> HTTPFaceResponse {
+        guard let services = services.withLock({ $0 }) else { return .error(HTTPFaceError(.shuttingDown)) }
+        switch route {
+        case .healthz:
+            return await services.health.check()
+        case .metrics, .readyz, .image:
+            return .error(.notFound("not available yet"))
+        }
+    }
+}
