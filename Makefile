@@ -10,8 +10,9 @@ SWIFT ?= swift
 # Build and link: libcurl (OpenSSL flavour), libcrypto, libsystemd, SQLite, ISA-L (CRC-32), through pkg-config.
 BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev libisal-dev pkg-config
 # The tests also drive the curl and sqlite3 command-line tools, make their TLS certificates with
-# openssl, and run nginx as the shared tier (contrib/fleet/) as a child process of their own.
-TEST_PACKAGES := curl sqlite3 openssl nginx
+# openssl, and run nginx as the shared tier (contrib/fleet/) as a child process of their own, and as
+# a resizer (its image_filter module) in front of the HTTP face.
+TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter
 LIST ?=
 
 .PHONY: run test smoke build deps test-deps bench bench-abuse bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke

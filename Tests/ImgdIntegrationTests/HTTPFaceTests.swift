@@ -370,3 +370,85 @@ struct HTTPFaceSocketActivationTests {
         #expect(unset.log.contains("http-listen is not set"), "\(unset.log)")
     }
 }
+
+/// nginx as a resizer in front of imgd, as an image server would be: `proxy_pass` to the face's
+/// Unix socket and Debian's `image_filter` module resizing what imgd serves.
+@Suite("HTTP face behind nginx's image_filter (the real imgd, the real nginx)", .timeLimit(.minutes(5)), .offThePool)
+struct HTTPFaceResizerTests {
+    static let module = "/usr/lib/nginx/modules/ngx_http_image_filter_module.so"
+
+    @Test("one PNG resized to three widths: each answer is a PNG of its width, and the origin is asked once")
+    func resizer() async throws {
+        guard FileManager.default.fileExists(atPath: Self.module), FileManager.default.isExecutableFile(atPath: NginxTier.nginxPath) else {
+            Issue.record("nginx's image_filter module is missing (\(Self.module)): make test installs libnginx-mod-http-image-filter")
+            return
+        }
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        // nginx's workers run as nobody: they pass through the folder, and reach the socket
+        // through its group, as nginx's user would join group imgd.
+        chmod(scratch.path, 0o755)
+        let socket = scratch.path + "/http.sock"
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--http-listen", "unix:" + socket])
+        #expect(chown(socket, 0, OtherUser.gid) == 0)
+        let port = try freeTCPPort()
+        let folder = scratch.path + "/nginx"
+        try FileManager.default.createDirectory(atPath: folder + "/tmp", withIntermediateDirectories: true)
+        chmod(folder, 0o755)
+        let config = """
+            load_module \(Self.module);
+            worker_processes 1;
+            pid \(folder)/nginx.pid;
+            events { worker_connections 64; }
+            http {
+                access_log \(folder)/access.log;
+                client_body_temp_path \(folder)/tmp/body;
+                proxy_temp_path \(folder)/tmp/proxy;
+                fastcgi_temp_path \(folder)/tmp/fastcgi;
+                uwsgi_temp_path \(folder)/tmp/uwsgi;
+                scgi_temp_path \(folder)/tmp/scgi;
+                upstream imgd { server unix:\(socket); keepalive 8; }
+                server {
+                    listen 127.0.0.1:\(port);
+                    location ~ ^/w/(\\d+)/(.*)$ {
+                        proxy_pass http://imgd/$2$is_args$args;
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                        image_filter resize $1 -;
+                        image_filter_buffer 8M;
+                    }
+                }
+            }
+            """
+        try config.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
+        let nginx = try ChildProcess(
+            NginxTier.nginxPath, ["-p", folder, "-e", folder + "/error.log", "-c", folder + "/nginx.conf", "-g", "daemon off;"],
+            stdout: .file(folder + "/nginx.out"), stderr: .file(folder + "/nginx.out"))
+        defer { nginx.signal(SIGTERM) }
+        let up = await eventually(timeout: .seconds(30)) {
+            (try? await HTTPFaceTests.curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/"]))?.status == 0 || !nginx.isRunning
+        }
+        #expect(up && nginx.isRunning)
+
+        let target = "/img/resize-me.png?w=400&h=300"
+        for width in [50, 100, 200] {
+            let url = "http://127.0.0.1:\(port)/w/\(width)/http/127.0.0.1:\(server.port)" + target
+            let answer = try await HTTPFaceTests.fetch(url, scratch: scratch)
+            let errors = (try? String(contentsOfFile: folder + "/error.log", encoding: .utf8)) ?? ""
+            #expect(answer.status == 200, "\(answer.headers) \(errors) \(daemon.log)")
+            #expect(Self.pngWidth(answer.body) == width, "\(answer.body.prefix(24))")
+        }
+        #expect(server.requestCount(target) == 1, "\(server.requestLog)")
+        _ = await daemon.stop()
+        try await server.shutdown()
+    }
+
+    /// A PNG's width, from its IHDR chunk; nil for anything else.
+    static func pngWidth(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 24, bytes[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], bytes[12..<16] == Array("IHDR".utf8)[...] else {
+            return nil
+        }
+        return bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }
+    }
+}
