@@ -216,14 +216,16 @@ final class DaemonServices: Sendable {
             await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
         }
-        do {
-            try await server.start()
+        // The HTTP face before the control socket: a client that sees the control socket answer
+        // finds the face listening too.
+        do throws(HTTPFaceError.Start) {
+            try await http?.start()
         } catch {
             await services.abandonStart()
             throw DaemonStartError(description: "\(error)")
         }
-        do throws(HTTPFaceError.Start) {
-            try await http?.start()
+        do {
+            try await server.start()
         } catch {
             await services.abandonStart()
             throw DaemonStartError(description: "\(error)")

@@ -21,6 +21,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case image = "image"
     /// The configuration file parser (TOML) and the settings it sets, as `imgd --config` reads them.
     case config = "config"
+    /// The HTTP face: NIO's HTTP/1.1 decoder, the face's routes, query parameters, ranges and
+    /// error responses, through the face's own connection pipeline.
+    case httpRequest = "http-request"
 
     /// Runs the target on one input.
     public func run(_ input: UnsafeRawBufferPointer) throws(FuzzFinding) {
@@ -32,6 +35,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .plistList: try LinkListFuzzTarget.run(&input, format: .plist)
         case .image: try ImageFuzzTarget.run(&input)
         case .config: try ConfigFuzzTarget.run(&input)
+        case .httpRequest: try HTTPRequestFuzzTarget.run(&input)
         }
     }
 

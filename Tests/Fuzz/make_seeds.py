@@ -60,6 +60,26 @@ for name, line in control.items():
 write("control-line", "long-line", b'{"cmd":"echo","x":"' + b"y" * 400 + b'"}\n{"cmd":"ping"}\n' + control_trailer(line_limit=3))
 write("control-line", "pending-limit", b'{"cmd":"ping"}\n' * 6 + control_trailer(chunks=(4096,), pending=1))
 
+
+def http_trailer(chunks=(1, 100), limit=0, tcp=0, size=1000):
+    """The HTTP face: the image size (two bytes), TCP or not, the head limit pick, one pick per read size, the count."""
+    table = [1, 2, 3, 7, 16, 100, 4096, 65536]
+    picks = [table.index(c) for c in chunks]
+    return bytes([size & 0xFF, size >> 8, tcp, limit] + list(reversed(picks)) + [len(chunks) - 1])
+
+
+http_requests = {
+    "image-query": b"GET /image?url=https%3A%2F%2Fa.example%2Fx.png%3Fsig%3Da%2Bb&fetch=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    "path-form-range": b"GET /https/cdn.example:8443/a%20b.jpg?w=1 HTTP/1.1\r\nHost: localhost\r\nRange: bytes=10-99\r\nIf-None-Match: W/\"x\"\r\n\r\n",
+    "pipelined": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /readyz HTTP/1.0\r\n\r\n",
+    "method": b"DELETE /image?url=http%3A%2F%2Fa%2Fb HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\nabc",
+    "browser": b"GET /http/a.example/b.png HTTP/1.1\r\nHost: evil.example\r\nOrigin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\n\r\n",
+    "garbage": b"GET /\x00 HTTP/1.1\r\n\r\nHELLO\r\n\r\n",
+}
+for name, request in http_requests.items():
+    write("http-request", name, request + http_trailer())
+write("http-request", "small-limit", b"GET /image?url=" + b"a" * 400 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + http_trailer(chunks=(7,), limit=1, tcp=1))
+
 text_lists = {
     "plain": b"https://a.example/1.png\nhttps://a.example/2.jpg\nhttp://b.example/x.gif?size=2\n",
     "pin-header": b"# pin: 24h\n# a comment\n\nhttps://a.example/1.png\n  https://a.example/2.png  \n",

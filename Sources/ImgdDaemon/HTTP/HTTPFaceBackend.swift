@@ -14,6 +14,9 @@ final class HTTPFaceBackend: Sendable {
         self.services.withLock { $0 = services }
     }
 
+    /// Whether the services are attached (not yet during a start, nor in the fuzzer).
+    var isAttached: Bool { services.withLock { $0 != nil } }
+
     /// The `get` that `query` from `peer` stands for; nil while the daemon is not attached.
     func commands(for query: ImageQuery, peer: ControlPeer) -> DaemonCommands? {
         guard let services = services.withLock({ $0 }) else { return nil }

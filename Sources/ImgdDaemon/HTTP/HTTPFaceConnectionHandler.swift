@@ -128,6 +128,10 @@ final class HTTPFaceConnectionHandler: ChannelInboundHandler {
             answerImage(query, head: head, context: context)
         case .metrics, .healthz, .readyz:
             let backend = settings.backend
+            guard backend.isAttached else {
+                write(.error(HTTPFaceError(.shuttingDown)), isHead: head.method == .HEAD, context: context)
+                return
+            }
             run(head: head, context: context) { await backend.answer(route) }
         }
     }

@@ -208,16 +208,7 @@ actor HTTPFaceServer {
         let pipeline = channel.pipeline.syncOperations
         switch registry.admit(channel, peer: peer) {
         case .admitted:
-            let metrics = settings.metrics
-            let deadlines = HTTPFaceDeadlines(limits: settings.limits) { metrics.increment(.headerTimeouts) }
-            try pipeline.addHandler(deadlines)
-            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-            decoderLimits.maxHeaderFieldSize = settings.limits.maxHeaderBytes
-            decoderLimits.maxHeaderListSize = settings.limits.maxHeaderBytes
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: true, withErrorHandling: false, withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: decoderLimits)
-            try pipeline.addHandler(HTTPFaceConnectionHandler(settings: settings, peer: peer, deadlines: deadlines))
+            try HTTPFacePipeline.addHandlers(to: pipeline, settings: settings, peer: peer)
         case .busy(let error):
             settings.metrics.increment(.busyRefusals)
             settings.logger.forPeer(peer).info("http: refused a connection: \(error.message) (busy)")
