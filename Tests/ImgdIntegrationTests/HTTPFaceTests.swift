@@ -268,6 +268,53 @@ struct HTTPFaceTests {
         try await world.finish()
     }
 
+    @Test("on the Unix listener, one uid at its per-peer cap gets 503 busy while a second uid still gets in")
+    func perPeerCap() async throws {
+        guard OtherUser.available else {
+            Issue.record("needs root and setpriv to run a client as another uid")
+            return
+        }
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        chmod(scratch.path, 0o755)
+        let socket = scratch.path + "/http.sock"
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--http-listen", "unix:" + socket, "--http-max-connections-per-peer", "2"])
+        try OtherUser.share(socket)
+        var held: [RawHTTPConnection] = []
+        for _ in 0..<2 {
+            let connection = try RawHTTPConnection("unix:" + socket)
+            try connection.send("GET /healthz HTTP/1.1\r\nHost: imgd\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200)
+            held.append(connection)
+        }
+        let third = try RawHTTPConnection("unix:" + socket)
+        let refused = third.readResponse()
+        #expect(refused?.status == 503 && refused?.header("x-imgd-error") == "busy", "\(refused?.headers ?? [:])")
+        let refusal = String(decoding: refused?.body ?? [], as: UTF8.self)
+        #expect(refusal.contains("http-max-connections-per-peer"), "\(refusal)")
+        // Another uid, a member of the socket's group, is served meanwhile.
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: imgd\\r\\nConnection: close\\r\\n\\r\\n")
+            reply = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                reply += chunk
+            sys.stdout.write(reply.decode().split("\\r\\n")[0])
+            """
+        let other = try await ChildProcess.run(
+            OtherUser.setpriv,
+            ["--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.gid)", "--clear-groups", "--", "/usr/bin/python3", "-c", script, socket],
+            in: "/", environment: ["PATH": "/usr/bin:/bin"])
+        #expect(other.stdout == "HTTP/1.1 200 OK", "\(other.stdout) \(other.stderr)")
+        held.removeAll()
+        _ = await daemon.stop()
+    }
+
     @Test("Python's http.client: a keep-alive loop, HEAD, and a 405 that leaves the connection usable")
     func pythonClient() async throws {
         let world = try await World.start()

@@ -211,11 +211,28 @@ actor HTTPFaceServer {
             try HTTPFacePipeline.addHandlers(to: pipeline, settings: settings, peer: peer)
         case .busy(let error):
             settings.metrics.increment(.busyRefusals)
-            settings.logger.forPeer(peer).info("http: refused a connection: \(error.message) (busy)")
-            let refusal = HTTPFaceError(.serviceUnavailable, code: "busy", message: error.message, retryAfter: 1)
+            let message = Self.busyMessage(error)
+            settings.logger.forPeer(peer).info("http: refused a connection: \(message) (busy)")
+            let refusal = HTTPFaceError(.serviceUnavailable, code: "busy", message: message, retryAfter: 1)
             try pipeline.addHandler(ControlRefusalHandler(line: HTTPFaceResponse.raw(refusal)))
         case .stopping:
             try pipeline.addHandler(ControlRefusalHandler(line: HTTPFaceResponse.raw(HTTPFaceError(.shuttingDown))))
+        }
+    }
+
+    /// The registry's refusal in the HTTP face's terms: its settings are `http-`'s.
+    private static func busyMessage(_ error: ControlError) -> String {
+        switch error {
+        case .busyPerPeer(let uid, let limit):
+            "uid \(uid) already has \(limit) HTTP connections open, the most one user may have "
+                + "(http-max-connections-per-peer; a proxy's keepalive pool must fit under it); close one or try again later"
+        case .busyReserved(let limit, let reserved):
+            "too many HTTP connections: the last \(reserved) of \(limit) are kept for users with no connection open, "
+                + "and yours has one; close one or try again later"
+        case .busy(let limit):
+            "too many HTTP connections (\(limit), http-max-connections); try again later"
+        default:
+            error.message
         }
     }
 
