@@ -44,6 +44,11 @@ final class HTTPFaceConnectionHandler: ChannelInboundHandler {
         self.context = context
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The context holds this handler: keeping it past removal would keep both forever.
+        self.context = nil
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         if case .answering(let task) = state { task?.cancel() }
         state = .closed

@@ -42,9 +42,10 @@ public enum HTTPFacePipeline {
             guard query.url.hasPrefix("http://") || query.url.hasPrefix("https://") || target.hasPrefix("/image") else {
                 return "a path form read as a URL that is not http(s): \(query.url)"
             }
-            if !target.hasPrefix("/image") {
-                let rest = query.url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-                guard rest.count >= 3, !rest[2].isEmpty, !rest[2].contains("@") else { return "a path form without a clean host: \(query.url)" }
+            if !target.hasPrefix("/image"), let separator = query.url.firstRange(of: "://") {
+                let rest = query.url[separator.upperBound...]
+                let authority = rest.prefix { $0 != "/" && $0 != "?" }
+                guard !authority.isEmpty, !authority.contains("@") else { return "a path form without a clean host: \(query.url)" }
             }
         case .failure(let error):
             guard (400..<500).contains(Int(error.status.code)), !error.code.isEmpty else { return "a refusal that is not a 4xx with a code: \(error)" }
