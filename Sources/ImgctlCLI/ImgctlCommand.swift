@@ -20,7 +20,7 @@ public struct ImgctlCommand: ParsableCommand {
         subcommands: [
             StatusCommand.self, AddCommand.self, WarmCommand.self, GetCommand.self, EvictCommand.self,
             PurgeCommand.self, ListsCommand.self, CancelCommand.self, FailedCommand.self, RetryCommand.self, RefreshCommand.self,
-            StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self,
+            StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self, ExplainCommand.self,
         ])
 
     public init() {}

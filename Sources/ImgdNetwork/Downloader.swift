@@ -379,6 +379,17 @@ public final class Downloader: Sendable {
         }
     }
 
+    /// What the engine knows of `key` (a job under way, a remembered failure, its last
+    /// outcomes) and of `url`'s host (slots, queue, hold), and how the policy in force treats
+    /// `url` (address, tier): one command to the engine, answered on its thread with a copy of a
+    /// few fields (it never walks the queue). A stopped engine answers at once, saying so.
+    public func explain(_ key: CacheKey, url: ImageURL) async -> EngineExplanation {
+        await withCheckedContinuation { continuation in
+            let sent = engine.send(.explain(key, url: url) { continuation.resume(returning: $0) })
+            if !sent { continuation.resume(returning: .engineStopped(url)) }
+        }
+    }
+
     /// Counters and gauges, as of the engine's last turn (at most a second old).
     public var statistics: DownloaderStatistics { engine.snapshot }
 

@@ -25,6 +25,20 @@ struct CacheKeyPolicyTests {
         #expect(s3.key(for: unsigned) == unsigned.cacheKey)
     }
 
+    @Test("a derivation names the rule, its patterns and the parameters it dropped, and gives the same key")
+    func derivation() throws {
+        let url = try ImageURL("https://bucket.s3.amazonaws.com/p/1.png?w=200&X-Amz-Signature=aaa&Expires=1&keep=1")
+        let derived = s3.derivation(for: url)
+        #expect(derived.key == s3.key(for: url))
+        #expect(derived.keyedURL == "https://bucket.s3.amazonaws.com/p/1.png?w=200&keep=1")
+        #expect(derived.hostPattern == "*.s3.amazonaws.com")
+        #expect(derived.ignoredPatterns == ["X-Amz-*", "Expires", "Signature", "Key-Pair-Id"])
+        #expect(derived.droppedParameters == ["X-Amz-Signature", "Expires"])
+        let other = try ImageURL("https://other.example/a.png?sig=1")
+        let elsewhere = s3.derivation(for: other)
+        #expect(elsewhere.hostPattern == nil && elsewhere.droppedParameters.isEmpty && elsewhere.key == other.cacheKey)
+    }
+
     @Test("other hosts, the bare domain of a wildcard, and names that merely contain a pattern keep the whole URL")
     func scope() throws {
         for text in [

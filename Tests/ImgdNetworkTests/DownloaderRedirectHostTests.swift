@@ -45,6 +45,38 @@ struct DownloaderRedirectHostTests {
         try fixture.url(DownloaderRedirectTests.redirect(to: "http://localhost:\(hostB.port)\(pathAndQuery)"))
     }
 
+    @Test("explain: a hop waiting for B at its cap is queued for B, named as the job's pending hop; every host's queue is empty again after")
+    func explainCountsTheHopUnderItsTarget() async throws {
+        try await withTwoHosts(b: { $0.maxPerHost = 1 }) { fixture, hostB in
+            let holding = try ImageURL("http://localhost:\(hostB.port)/img/held.png?gate=explain-hop")
+            let hop = try viaA(fixture, to: "/img/after.png", on: hostB)
+            let downloader = fixture.downloader
+            let answers = Task { await prefetchAll([holding], with: downloader) }
+            #expect(await hostB.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
+            let hopAnswers = Task { await prefetchAll([hop], with: downloader) }
+            var waiting: EngineExplanation?
+            #expect(await eventually(timeout: .seconds(10)) {
+                waiting = await downloader.explain(downloader.cacheKey(for: hop), url: hop)
+                return waiting?.download?.pendingHopHost != nil
+            })
+            #expect(waiting?.download?.state == "queued" && waiting?.download?.pendingHopHost == "localhost:\(hostB.port)")
+            // Counted under B, the host its next request goes to, not under A.
+            #expect(waiting?.host.hostKey == hop.hostKey && waiting?.host.queued == 0)
+            let atB = await downloader.explain(downloader.cacheKey(for: holding), url: holding)
+            #expect(atB.host.queued == 1 && atB.host.running == 1 && atB.host.cap == 1, "\(atB.host)")
+            #expect(atB.download?.state == "running" && atB.download?.viaTier == false)
+            hostB.openGate("explain-hop")
+            _ = await answers.value
+            let results = await hopAnswers.value
+            #expect((try? results[hop.normalized]?.get()) != nil)
+            for url in [holding, hop] {
+                let after = await downloader.explain(downloader.cacheKey(for: url), url: url)
+                #expect(after.host.queued == 0 && after.queued == 0 && after.download == nil, "\(after.host)")
+                #expect(after.outcomes.map(\.kind) == [.fetched])
+            }
+        }
+    }
+
     @Test("B's rate spaces the hops to B by its interval, however many of A's URLs redirect there")
     func rateOfTheTarget() async throws {
         let interval = Duration.milliseconds(400)

@@ -75,6 +75,11 @@ struct FailureMemory {
         return entry
     }
 
+    /// The failure remembered for `key` and not expired at `now`, leaving the memory as it is.
+    func peek(_ key: CacheKey, now: ContinuousClock.Instant) -> Entry? {
+        entries[key].flatMap { $0.until > now ? $0 : nil }
+    }
+
     mutating func forget(_ key: CacheKey) {
         remove(key)
         compactIfStale()

@@ -50,6 +50,14 @@ final class Job {
     /// The target of the attempt's last request (its URL or a redirect's): the host that
     /// answered, which a `Retry-After` in that answer holds back.
     var lastTarget: ImageURL?
+    /// Whether its last request went through the tier (for its ``OutcomeRecord``).
+    var viaTier = false
+    /// When it reached the engine (for its ``OutcomeRecord`` and `explain`).
+    let acceptedAt = ContinuousClock.now
+    /// When its next attempt may start, once it waits for a retry (set by `scheduleRetry`).
+    var retryAt: ContinuousClock.Instant?
+    /// The `host:port` it is counted under in ``TransferEngine/queuedByHost`` while queued.
+    var queuedHost: String?
 
     /// A redirect's request waiting for a slot of its target's host, and what it keeps of its
     /// attempt.

@@ -167,6 +167,7 @@ extension TransferEngine {
     /// (libcurl refusing a handle): they say nothing about the URL.
     func finish(_ job: Job, _ outcome: Result<CachedImage, DownloadError>, remember: Bool = true) {
         if let transfer = job.transfer { detach(transfer) }
+        recordOutcome(of: job, outcome)
         move(job, to: .finished)
         if jobs[job.key] === job { jobs[job.key] = nil }
         switch outcome {

@@ -43,6 +43,7 @@ extension TransferEngine {
         }
         jobSerial += 1
         let job = Job(first: token, serial: jobSerial)
+        enterQueuedCount(job)
         jobs[token.key] = job
         queue.enqueue(job, priority: job.priority, submitter: job.submitter)
     }
@@ -332,7 +333,9 @@ extension TransferEngine {
     func chargeRate(of target: ImageURL) {
         guard let interval = policy.hosts.rule(for: target)?.requestInterval else { return }
         let next = ContinuousClock.now + interval
-        hosts[target.hostKey, default: HostState()].blockedUntil = max(hosts[target.hostKey]?.blockedUntil ?? next, next)
+        let held = hosts[target.hostKey]?.blockedUntil ?? next
+        hosts[target.hostKey, default: HostState()].blockedUntil = max(held, next)
+        if next >= held { hosts[target.hostKey]!.heldBy = .rate }
     }
 
     /// Starts a request of `job`'s attempt for `target` (the job's URL, or a redirect's after
@@ -371,6 +374,7 @@ extension TransferEngine {
         }
         move(job, to: .running)
         job.transfer = transfer
+        job.viaTier = transfer.tier != nil
         running[easy.handle] = transfer
         // Each request holds a slot of the host it goes to (a redirect's, of its target's host),
         // released when its response is done.
@@ -389,9 +393,11 @@ extension TransferEngine {
             // The host that answered is held back (a redirect's target's, not the job's URL's).
             let host = (job.lastTarget ?? job.url).hostKey
             hosts[host, default: HostState()].blockedUntil = now + retryAfter!
+            hosts[host]!.heldBy = .retryAfter
         }
         let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
         move(job, to: .waitingRetry)
+        job.retryAt = now + delay
         retrySerial += 1
         retries.insert(RetryEntry(readyAt: now + delay, serial: retrySerial, job: job))
         counters.retries += 1

@@ -51,6 +51,9 @@ final class TransferEngine: @unchecked Sendable {
         case roomAnswered(CacheKey, transferSerial: UInt64, bytes: Int, granted: Bool)
         /// The cache evicted for a job whose write found the filesystem full: it tries again.
         case spaceFreed(CacheKey, jobSerial: UInt64)
+        /// What the engine knows of a key and `url`'s host (`explain`), on the loop thread: a
+        /// copy of a few fields, never a walk of the queue.
+        case explain(CacheKey, url: ImageURL, reply: @Sendable (EngineExplanation) -> Void)
         case stop
     }
 
@@ -68,6 +71,14 @@ final class TransferEngine: @unchecked Sendable {
         /// A `Retry-After` from this host, or its `rate`, holds the requests waiting for it (queued
         /// jobs and redirects' hops) until then.
         var blockedUntil: ContinuousClock.Instant?
+        /// What set ``blockedUntil`` last (for `explain`).
+        var heldBy: HoldCause?
+    }
+
+    /// What holds a host back.
+    enum HoldCause: String {
+        case retryAfter = "retry_after"
+        case rate
     }
 
     struct RetryEntry: Comparable {
@@ -121,6 +132,11 @@ final class TransferEngine: @unchecked Sendable {
     var publishingKeys = Set<CacheKey>()
     var jobSerial: UInt64 = 0
     var failures: FailureMemory
+    /// Each key's last outcomes, for `explain` (written in ``finish(_:_:remember:)``).
+    var outcomeHistory = OutcomeHistory()
+    /// Jobs queued per `host:port` of their next request, kept by ``move(_:to:)`` (and
+    /// ``accept(_:)`` for a new job), so `explain` reads a host's queue without walking it.
+    var queuedByHost: [String: Int] = [:]
     private var nextFailureSweep = ContinuousClock.now
     var nextShareCheck = ContinuousClock.now
     var nextPaceCheck = ContinuousClock.now
@@ -300,6 +316,8 @@ final class TransferEngine: @unchecked Sendable {
             guard let job = jobs[key], job.serial == serial, job.state == .waitingForSpace else { return }
             move(job, to: .queued)
             queue.enqueueFirst(job, priority: job.priority, submitter: job.submitter)
+        case .explain(let key, let url, let reply):
+            reply(explanation(of: key, url: url))
         case .stop:
             break
         }
@@ -320,6 +338,8 @@ final class TransferEngine: @unchecked Sendable {
 
     /// Changes `job`'s state, keeping the per-state gauges in step: the one place states change.
     func move(_ job: Job, to state: Job.State) {
+        if job.state == .queued { leaveQueuedCount(job) }
+        if state == .queued { enterQueuedCount(job) }
         switch job.state {
         case .waitingRetry: waitingRetryCount -= 1
         case .publishing: publishingCount -= 1
@@ -379,6 +399,8 @@ final class TransferEngine: @unchecked Sendable {
             case .listFailurePage(_, let limit, let reply): reply(RememberedFailurePage(of: [], after: nil, limit: limit))
             // Nothing is cancelled by a stopping engine's leftovers but what stopping cancels anyway.
             case .cancelURL(_, _, let reply?): reply(false)
+            case .explain(_, let url, let reply):
+                reply(.engineStopped(url))
             // Room granted to a transfer that stopping ends: the bytes go back.
             case .roomAnswered(_, _, let bytes, granted: true): disk.budget.release(bytes)
             default: break

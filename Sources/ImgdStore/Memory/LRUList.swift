@@ -30,6 +30,9 @@ struct LRUList<Key: Hashable, Value> {
     var count: Int { slotOfKey.count }
 
     /// The value for `key`, which becomes the most recent; nil when absent.
+    /// Whether `key` is held, without making it the most recently used.
+    func contains(_ key: Key) -> Bool { slotOfKey[key] != nil }
+
     mutating func touch(_ key: Key) -> Value? {
         guard let slot = slotOfKey[key] else { return nil }
         unlink(slot)

@@ -60,6 +60,12 @@ public final class MemoryCache: Sendable {
         state.withLock { $0.insert(image, for: key, now: now) }
     }
 
+    /// Whether `key` is held, without counting a hit or a miss and without moving it in the
+    /// recency order (`explain` looks; it does not use).
+    public func contains(_ key: CacheKey) -> Bool {
+        state.withLock { $0.entries.contains(key) }
+    }
+
     /// Forgets `key`, if present (the disk copy was deleted or replaced).
     public func remove(_ key: CacheKey) {
         _ = state.withLock { $0.entries.remove(key) }
