@@ -171,7 +171,7 @@ install: deps
 		chmod 644 $(DESTDIR)$(BASHCOMPLETIONDIR)/$$tool $(DESTDIR)$(ZSHCOMPLETIONDIR)/_$$tool $(DESTDIR)$(FISHCOMPLETIONDIR)/$$tool.fish; \
 	done
 	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
-	for unit in imgd.service imgd.socket; do \
+	for unit in imgd.service imgd.socket imgd-ready.service; do \
 		sed 's|/usr/bin/img|$(BINDIR)/img|g' systemd/$$unit > $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 		chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 	done

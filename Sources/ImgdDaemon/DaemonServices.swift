@@ -55,6 +55,10 @@ final class DaemonServices: Sendable {
     let reloadFailure = Locked<ReloadFailure?>(nil)
     /// The last reload asked for (SIGHUP or `reload`): the next one waits for it.
     let reloads = Locked<Task<Result<[String], ReloadFailure>, Never>?>(nil)
+    /// Whether the hot set (`ready-lists`) is cached: `status.ready`, `wait-ready`, `/readyz`.
+    let readiness: ReadinessTracker
+    /// Warms the ready lists once the group runs (``ReadinessService``).
+    let readyWarmer: ReadyListWarmer
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
@@ -78,6 +82,10 @@ final class DaemonServices: Sendable {
         self.spool = spool
         self.events = events
         self.server = server
+        readiness = ReadinessTracker(lists: config.readyLists, fraction: config.readyFraction)
+        readyWarmer = ReadyListWarmer(
+            paths: config.readyLists, tracker: readiness, downloader: downloader, limits: config.spoolLimits,
+            maxQueued: config.maxQueued, logger: logger, onOutcome: { outcomes.record($0, $1) })
     }
 
     static func start(config: DaemonConfig, options: DaemonOptions, logger: Logger) async throws(DaemonStartError)
@@ -231,6 +239,8 @@ final class DaemonServices: Sendable {
             .init(service: server),
             .init(service: WarmingService(
                 notifier: notifier, spool: spool, server: server, downloader: downloader, logger: logger)),
+            // Last but the signals: it stops first, withdrawing its URLs before the downloader stops.
+            .init(service: ReadinessService(warmer: readyWarmer)),
         ]
         if let signals { services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)) }
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)

@@ -20,6 +20,7 @@ struct SettingDeclarationTests {
         "max-list-lines": "10000000", "max-active-lists": "16", "max-add-urls": "10000", "max-queued": "100000", "max-data-bytes": "4MiB",
         "max-queued-bytes": "64MiB",
         "max-queued-share": "25",
+        "ready-lists": nil, "ready-fraction": "1",
     ]
 
     @Test("every default is the value imgd had, whichever type now holds it")

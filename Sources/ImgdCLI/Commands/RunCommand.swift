@@ -74,6 +74,8 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("max-data-bytes")) var maxDataBytes: String?
     @Option(help: .setting("max-queued-bytes")) var maxQueuedBytes: String?
     @Option(help: .setting("max-queued-share")) var maxQueuedShare: String?
+    @Option(help: .setting("ready-lists")) var readyLists: [String] = []
+    @Option(help: .setting("ready-fraction")) var readyFraction: String?
 
     static let otherOptions: Set<String> = ["_config"]
 

@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data"]
+    static let features = ["subscribe", "pin", "data", "ready"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
@@ -42,6 +42,7 @@ struct DaemonCommands {
         case "stats": stats()
         case "fsck": try await fsck()
         case "reload": try await reload()
+        case "wait-ready": try await waitReady()
         default: throw .unknownCommand(request.command)
         }
     }

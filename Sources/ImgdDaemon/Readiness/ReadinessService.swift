@@ -1,0 +1,24 @@
+import ServiceLifecycle
+
+/// Runs ``ReadyListWarmer`` in the daemon's `ServiceGroup`: it starts warming the ready lists
+/// once the group runs (after `READY=1`: systemd's readiness stays fast), and lives until the
+/// group shuts down. It is the last service but the signals, so it is stopped first: the
+/// reading gives up and the URLs outstanding are withdrawn before the downloader stops.
+struct ReadinessService: Service {
+    let warmer: ReadyListWarmer
+
+    func run() async {
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await warmer.warmAll()
+            } onCancel: {
+                warmer.stop()
+            }
+        } onGracefulShutdown: {
+            warmer.stop()
+        }
+        // Done reading: stay until the group ends (returning would end the group).
+        try? await gracefulShutdown()
+        warmer.stop()
+    }
+}
