@@ -45,6 +45,23 @@ struct ReadyUnitTests {
         #expect(exposure <= 2.0, "exposure \(exposure) is above 2.0:\n\(run.text)")
     }
 
+    @Test("the unit's ExecStart, pointed at a running imgd without ready-lists, is accepted by imgctl and exits 0")
+    func execStartRuns() async throws {
+        let unit = try UnitFile(parsing: try SystemdUnitTests.text("imgd-ready.service"))
+        let line = try #require(unit.values("Service", "ExecStart").first)
+        var words = line.split(separator: " ").map(String.init)
+        #expect(words.first == "/usr/bin/imgctl")
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path)
+        defer { daemon.killIfRunning() }
+        let socket = try #require(words.firstIndex(of: "--socket"))
+        words[socket + 1] = daemon.socket
+        let run = try await BinaryRunner.imgctl(Array(words.dropFirst()), in: scratch.path)
+        #expect(run.status == 0, "\(line): \(run.stderr)")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("a oneshot that stays active, after and requiring imgd.service, waiting with imgctl wait-ready as user imgd, within its start timeout")
     func directives() throws {
         let unit = try UnitFile(parsing: try SystemdUnitTests.text("imgd-ready.service"))
@@ -52,7 +69,7 @@ struct ReadyUnitTests {
         #expect(unit.values("Unit", "After") == ["imgd.service"])
         #expect(unit.values("Service", "Type") == ["oneshot"])
         #expect(unit.values("Service", "RemainAfterExit") == ["yes"])
-        #expect(unit.values("Service", "ExecStart") == ["/usr/bin/imgctl wait-ready --socket /run/imgd/imgd.sock --timeout 30min"])
+        #expect(unit.values("Service", "ExecStart") == ["/usr/bin/imgctl wait-ready --socket /run/imgd/imgd.sock --timeout 30m"])
         #expect(unit.values("Service", "TimeoutStartSec") == ["31min"])
         #expect(unit.values("Service", "User") == ["imgd"] && unit.values("Service", "Group") == ["imgd"])
         #expect(unit.values("Install", "WantedBy") == ["multi-user.target"])
