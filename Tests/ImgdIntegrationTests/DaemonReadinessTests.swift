@@ -112,11 +112,15 @@ struct DaemonReadinessTests {
             let bad = try await daemon.call(#"{"cmd":"wait-ready","timeout":"soon"}"#)
             #expect((bad["error"] as? [String: Any])?["code"] as? String == "invalid_argument", "\(bad)")
 
-            try scratch.write("imgd.toml", "ready-lists = [\"\(list)\"]\nready-fraction = 0.9\n")
+            // The fraction applies at once; another list waits for a restart.
+            try scratch.write("imgd.toml", "ready-lists = [\"\(list)\", \"/etc/imgd/other.txt\"]\nready-fraction = 0.9\n")
             let reload = try await BinaryRunner.imgctl(["reload", "--socket", daemon.socket], in: scratch.path)
             #expect(reload.status == 0, "\(reload.stderr)")
+            #expect(reload.stdout.contains("reloaded: ready-fraction = 0.9"), "\(reload.stdout)")
+            #expect(reload.stdout.contains("ready-lists changed to") && reload.stdout.contains("needs a restart"), "\(reload.stdout)")
             let ready = try await Self.ready(daemon)
             #expect(ready["ready"] as? Bool == true && ready["needed"] as? Int == 18 && ready["fraction"] as? Double == 0.9, "\(ready)")
+            #expect((ready["lists"] as? [Any])?.count == 1)
             let now = try await BinaryRunner.imgctl(["wait-ready", "--socket", daemon.socket, "--timeout", "1s"], in: scratch.path)
             #expect(now.status == 0, "\(now.stderr)")
             #expect(await daemon.stop() == 0)
