@@ -240,7 +240,7 @@ final class DaemonServices: Sendable {
             .init(service: WarmingService(
                 notifier: notifier, spool: spool, server: server, downloader: downloader, logger: logger)),
             // Last but the signals: it stops first, withdrawing its URLs before the downloader stops.
-            .init(service: ReadinessService(warmer: readyWarmer)),
+            .init(service: ReadinessService(warmer: readyWarmer, tracker: readiness)),
         ]
         if let signals { services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)) }
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)

@@ -20,6 +20,10 @@ struct DaemonReadinessTests {
         }.joined(separator: "\n") + "\n"
     }
 
+    /// imgd's own stop deadline (`Daemon.stopDeadline`): a wait that held the control socket's
+    /// drain would make the stop last this long.
+    static let stopDeadline = Duration.seconds(5)
+
     static func ready(_ daemon: DaemonProcess) async throws -> [String: Any] {
         try await daemon.result(#"{"cmd":"status"}"#)["ready"] as? [String: Any] ?? [:]
     }
@@ -211,6 +215,28 @@ struct DaemonReadinessTests {
                 "the wait went on after its connection closed")
             server.openGate("hot")
             #expect(await daemon.stop() == 0)
+        }
+    }
+
+    @Test("a stop while imgctl wait-ready waits: imgd stops within its deadline and imgctl exits 3 (imgd closed the connection)")
+    func stopWhileWaiting() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let list = try scratch.write("hot.txt", Self.hotSet(server, count: 2, held: 2))
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--ready-lists", list])
+            defer { daemon.killIfRunning() }
+            #expect(await server.waitForInFlight(atLeast: 2, timeout: .seconds(10)))
+            let output = scratch.path + "/wait-ready.out"
+            let waiter = try ChildProcess(
+                BinaryRunner.imgctlPath, ["wait-ready", "--socket", daemon.socket], environment: DaemonProcess.environment(),
+                stdout: .file(output), stderr: .file(output))
+            defer { if waiter.isRunning { waiter.signal(SIGKILL) } }
+            #expect(await !eventually(timeout: .seconds(1)) { !waiter.isRunning })
+            let stopped = await daemon.stop(SIGTERM, within: .seconds(30))
+            #expect(stopped?.status == 0 && (stopped?.took ?? .seconds(99)) < Self.stopDeadline, "\(String(describing: stopped)); log: \(daemon.log)")
+            let status = await waiter.exited(within: .seconds(10))
+            #expect(status == 3, "\(String(describing: status)): \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
         }
     }
 

@@ -21,7 +21,7 @@ struct WaitReadyCommand: ImgctlSubcommand {
             every 100 ms, for at most --timeout (30 s without one), then exits 3. It polls \
             nothing else: the daemon answers when ready. Exit status: 0 ready; 1 not ready when \
             --timeout passed (`imgctl: not_ready: …` names what is missing); 3 the daemon cannot \
-            be reached, or it closed the connection (it stopped).
+            be reached, or it stopped while this waited.
             """)
 
     /// How long connecting is retried without a --timeout.
@@ -54,7 +54,13 @@ struct WaitReadyCommand: ImgctlSubcommand {
             let left = max(.zero, timeout - (clock.now - started))
             arguments["timeout"] = JSONValue(Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
-        let result = try session.call("wait-ready", arguments)
+        let result: JSONValue
+        do {
+            result = try session.call("wait-ready", arguments)
+        } catch .daemon(code: "shutting_down", _) {
+            // imgd stopped before it was ready: as unreachable, not as "not ready in time".
+            throw .connectionLost(socket: session.client.socketPath)
+        }
         guard !session.json else { return }
         let cached = result["cached"]?.intValue ?? 0, total = result["total"]?.intValue ?? 0
         session.output("ready: \(HumanFormat.count(cached)) of \(HumanFormat.count(total)) URLs cached")

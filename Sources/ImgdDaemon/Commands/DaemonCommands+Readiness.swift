@@ -9,13 +9,15 @@ extension DaemonCommands {
     /// `wait-ready {timeout?}`: `status.ready` once readiness is reached (at once if it is),
     /// else `not_ready` naming what is missing when `timeout` passes. It takes no path or list
     /// name: it reports what `status` shows anyone who can connect, and makes imgd read nothing.
-    /// Closing the connection ends the wait (the request's task is cancelled).
+    /// Closing the connection ends the wait (the request's task is cancelled); a stop of the
+    /// daemon ends it with `shutting_down`.
     func waitReady() async throws(ControlError) -> JSONValue {
         let timeout = try readyTimeout()
         let readiness = services.readiness
         if !readiness.isReady {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { try? await readiness.reached.wait() }
+                group.addTask { try? await readiness.stopping.wait() }
                 if let timeout { group.addTask { try? await Task.sleep(for: timeout) } }
                 // The first to end (ready, the timeout, or the connection's cancellation) ends both.
                 await group.next()
@@ -23,6 +25,7 @@ extension DaemonCommands {
             }
         }
         let snapshot = readiness.snapshot()
+        if !snapshot.ready, readiness.stopping.current != nil { throw .shuttingDown }
         guard snapshot.ready else { throw .notReady(snapshot.missing.joined(separator: "; ")) }
         return snapshot.json
     }

@@ -6,6 +6,7 @@ import ServiceLifecycle
 /// reading gives up and the URLs outstanding are withdrawn before the downloader stops.
 struct ReadinessService: Service {
     let warmer: ReadyListWarmer
+    let tracker: ReadinessTracker
 
     func run() async {
         await withGracefulShutdownHandler {
@@ -16,9 +17,11 @@ struct ReadinessService: Service {
             }
         } onGracefulShutdown: {
             warmer.stop()
+            tracker.stopping.fulfill(())
         }
         // Done reading: stay until the group ends (returning would end the group).
         try? await gracefulShutdown()
         warmer.stop()
+        tracker.stopping.fulfill(())
     }
 }

@@ -112,6 +112,9 @@ final class ReadinessTracker: Sendable {
     private let state: Locked<State>
     /// Fulfilled once, when readiness is reached: `wait-ready` awaits it.
     let reached = Promise<Void>()
+    /// Fulfilled when the daemon stops: the `wait-ready`s still waiting end with `shutting_down`
+    /// at once instead of holding the control socket's drain until its deadline.
+    let stopping = Promise<Void>()
 
     /// A tracker of the lists at `paths` (none: ready at once), ready at `fraction` of their URLs.
     init(lists paths: [String], fraction: Double) {
