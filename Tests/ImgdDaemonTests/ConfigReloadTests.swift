@@ -85,6 +85,11 @@ struct ConfigReloadTests {
         // Memory bounds by bytes.
         Change(key: "max-queued-bytes", value: .string("16MiB"), reloadable: true) { $0.maxQueuedBytes == 16 << 20 },
         Change(key: "max-queued-share", value: .integer(50), reloadable: true) { $0.maxQueuedShare == 50 },
+        // Readiness: the lists are read at start; the fraction is judged again at once.
+        Change(key: "ready-lists", value: .array([.string("/etc/imgd/hot.txt")]), reloadable: false) {
+            $0.readyLists == ["/etc/imgd/hot.txt"]
+        },
+        Change(key: "ready-fraction", value: .float(0.9), reloadable: true) { $0.readyFraction == 0.9 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")
