@@ -11,11 +11,12 @@ SWIFT ?= swift
 BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev libisal-dev pkg-config
 # The tests also drive the curl and sqlite3 command-line tools, make their TLS certificates with
 # openssl, and run nginx as the shared tier (contrib/fleet/) as a child process of their own, and as
-# a resizer (its image_filter module) in front of the HTTP face.
-TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter
+# a resizer (its image_filter module) in front of the HTTP face; the boot test runs a real systemd
+# in a container (systemd-nspawn on a debootstrapped root).
+TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter systemd-container debootstrap
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke
+.PHONY: run test smoke build deps test-deps bench bench-abuse bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
 
 # Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
 # every start (exit 101) is in place for the install, unless the machine has one of its own.
@@ -74,7 +75,13 @@ smoke: test-deps
 	FUZZ_SECONDS=20 Tests/Fuzz/fuzz.sh
 	@if [ "$$(id -u)" -ne 0 ]; then echo "smoke: crash loop and sanitizer smoke skipped: they need root (a loop mount, nginx)"; \
 	else IMGD=$$($(SWIFT) build --show-bin-path)/imgd bench/crash-loop.sh --kills 10 \
-	&& $(MAKE) --no-print-directory sanitizer-smoke; fi
+	&& $(MAKE) --no-print-directory sanitizer-smoke && $(MAKE) --no-print-directory boot-test; fi
+
+# make boot-test (as root): imgd-ready.service under a real systemd as PID 1 (systemd-nspawn
+# booting a debootstrapped Debian 12 root, made once in /var/tmp/imgd-nspawn-rootfs, ~2 min):
+# a unit ordered after it starts only once the hot set is cached. Reuses the suite's debug build.
+boot-test: test-deps
+	IMGD_SYSTEMD_BOOT_TESTS=1 $(SWIFT) test --skip-build --filter ReadyBootTests
 
 # The long proofs (docs/development.md, "Proofs under faults"). Each has its own build folder.
 # make fuzz: every fuzz target under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
@@ -172,7 +179,7 @@ install: deps
 		chmod 644 $(DESTDIR)$(BASHCOMPLETIONDIR)/$$tool $(DESTDIR)$(ZSHCOMPLETIONDIR)/_$$tool $(DESTDIR)$(FISHCOMPLETIONDIR)/$$tool.fish; \
 	done
 	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
-	for unit in imgd.service imgd.socket; do \
+	for unit in imgd.service imgd.socket imgd-ready.service; do \
 		sed 's|/usr/bin/img|$(BINDIR)/img|g' systemd/$$unit > $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 		chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; \
 	done

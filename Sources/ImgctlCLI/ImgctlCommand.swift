@@ -21,6 +21,8 @@ public struct ImgctlCommand: ParsableCommand {
             StatusCommand.self, AddCommand.self, WarmCommand.self, GetCommand.self, EvictCommand.self,
             PurgeCommand.self, ListsCommand.self, CancelCommand.self, FailedCommand.self, RetryCommand.self, RefreshCommand.self,
             StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self, ExplainCommand.self,
+            StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self,
+            WaitReadyCommand.self,
         ])
 
     public init() {}

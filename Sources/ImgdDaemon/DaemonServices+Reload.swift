@@ -63,6 +63,7 @@ extension DaemonServices {
         downloader.update(refresh: applied.refreshPolicy)
         await spool.update(limits: applied.spoolLimits)
         await spool.update(warming: applied.warmingLimits)
+        readiness.update(fraction: applied.readyFraction)
         // Once every part has the new values: whoever reads "reloaded: refresh = 1d" and then
         // asks for an image gets the new rule, not the old one.
         for message in reload.messages { logger.log(level: message.level, "\(message.text)") }

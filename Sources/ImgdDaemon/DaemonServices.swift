@@ -59,6 +59,10 @@ final class DaemonServices: Sendable {
     let reloadFailure = Locked<ReloadFailure?>(nil)
     /// The last reload asked for (SIGHUP or `reload`): the next one waits for it.
     let reloads = Locked<Task<Result<[String], ReloadFailure>, Never>?>(nil)
+    /// Whether the hot set (`ready-lists`) is cached: `status.ready`, `wait-ready`, `/readyz`.
+    let readiness: ReadinessTracker
+    /// Warms the ready lists once the group runs (``ReadinessService``).
+    let readyWarmer: ReadyListWarmer
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
@@ -92,6 +96,10 @@ final class DaemonServices: Sendable {
             }
             return nil
         }
+        readiness = ReadinessTracker(lists: config.readyLists, fraction: config.readyFraction)
+        readyWarmer = ReadyListWarmer(
+            paths: config.readyLists, tracker: readiness, downloader: downloader, limits: config.spoolLimits,
+            maxQueued: config.maxQueued, logger: logger, onOutcome: { outcomes.record($0, $1) })
     }
 
     static func start(config: DaemonConfig, options: DaemonOptions, logger: Logger) async throws(DaemonStartError)
@@ -281,6 +289,8 @@ final class DaemonServices: Sendable {
         if let http { services.append(.init(service: http)) }
         services.append(.init(service: WarmingService(
             notifier: notifier, spool: spool, server: server, http: http, downloader: downloader, logger: logger)))
+        // Last but the signals: it stops first, withdrawing its URLs before the downloader stops.
+        services.append(.init(service: ReadinessService(warmer: readyWarmer, tracker: readiness)))
         if let signals { services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)) }
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         configuration.maximumGracefulShutdownDuration = Daemon.stopDeadline

@@ -85,6 +85,18 @@ struct ConfigReloadTests {
         // Memory bounds by bytes.
         Change(key: "max-queued-bytes", value: .string("16MiB"), reloadable: true) { $0.maxQueuedBytes == 16 << 20 },
         Change(key: "max-queued-share", value: .integer(50), reloadable: true) { $0.maxQueuedShare == 50 },
+        Change(key: "http-listen", value: .string("127.0.0.1:8090"), reloadable: false) { $0.httpListen == .tcp(host: "127.0.0.1", port: 8090) },
+        Change(key: "http-allow-remote", value: .boolean(true), reloadable: false) { $0.httpAllowRemote },
+        Change(key: "http-max-connections", value: .integer(9), reloadable: false) { $0.httpLimits.maxConnections == 9 },
+        Change(key: "http-max-connections-per-peer", value: .integer(3), reloadable: false) { $0.httpLimits.maxConnectionsPerPeer == 3 },
+        Change(key: "http-header-bytes", value: .string("4KiB"), reloadable: false) { $0.httpLimits.maxHeaderBytes == 4096 },
+        Change(key: "http-header-timeout", value: .string("3s"), reloadable: false) { $0.httpLimits.headerTimeout == .seconds(3) },
+        Change(key: "http-idle-timeout", value: .string("30s"), reloadable: false) { $0.httpLimits.idleTimeout == .seconds(30) },
+        // Readiness: the lists are read at start; the fraction is judged again at once.
+        Change(key: "ready-lists", value: .array([.string("/etc/imgd/hot.txt")]), reloadable: false) {
+            $0.readyLists == ["/etc/imgd/hot.txt"]
+        },
+        Change(key: "ready-fraction", value: .float(0.9), reloadable: true) { $0.readyFraction == 0.9 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

@@ -124,7 +124,7 @@ struct DaemonCommandHandlerTests {
         try await Self.withFixture { fixture in
             let hello = try await fixture.object("hello")
             #expect(hello["protocol"] == 1 && hello["version"] == .string(ImgdVersion.string))
-            #expect(hello["features"] == JSONValue(["subscribe", "pin", "data", "explain"]))
+            #expect(hello["features"] == JSONValue(["subscribe", "pin", "data", "explain", "ready"]))
             #expect(try await fixture.object("ping") == ["pong": true])
             let atOnce = fixture.handler.answerAtOnce(ControlRequest(command: "ping"))
             #expect(atOnce == Result<JSONValue, ControlError>.success(["pong": true]), "ping is answered at once")
@@ -132,7 +132,11 @@ struct DaemonCommandHandlerTests {
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
                 "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "lists_waiting", "spool", "cache", "memory",
-                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded",
+                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded", "ready",
+            ])
+            // No ready-lists: ready at start, nothing read.
+            #expect(status["ready"] == [
+                "ready": true, "fraction": 1.0, "cached": 0, "failed": 0, "total": 0, "needed": 0, "lists": [], "missing": [],
             ])
             #expect(status["max_rate"] == .null && status["max_rate_applies_to"] == "prefetch" && status["throttled_now"] == 0)
             #expect(status["pid"]?.intValue == Int(getpid()))

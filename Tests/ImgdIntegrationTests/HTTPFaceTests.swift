@@ -353,6 +353,31 @@ struct HTTPFaceTests {
         try await world.finish()
     }
 
+    @Test("/readyz: 503 with status.ready while the hot set warms, 200 once it is cached")
+    func readyz() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let list = scratch.path + "/hot.txt"
+        try ["/img/hot1.png", "/img/hot2.png?gate=readyz"].map(server.url).joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let port = try freeTCPPort()
+        let daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--http-listen", "127.0.0.1:\(port)", "--ready-lists", list])
+        let cold = try await Self.fetch("http://127.0.0.1:\(port)/readyz", scratch: scratch)
+        #expect(cold.status == 503 && cold.headers["content-type"] == "application/json")
+        let coldBody = try JSONSerialization.jsonObject(with: Data(cold.body)) as? [String: Any]
+        #expect(coldBody?["ready"] as? Bool == false, "\(coldBody ?? [:])")
+        server.openGate("readyz")
+        let warm = await eventually(timeout: .seconds(30)) {
+            (try? await Self.fetch("http://127.0.0.1:\(port)/readyz", scratch: scratch))?.status == 200
+        }
+        #expect(warm)
+        let status = try await daemon.result(#"{"cmd":"status"}"#)
+        #expect((status["ready"] as? [String: Any])?["ready"] as? Bool == true)
+        _ = await daemon.stop()
+        try await server.shutdown()
+    }
+
     @Test("/healthz answers ok while the loops turn")
     func health() async throws {
         let world = try await World.start()

@@ -61,7 +61,20 @@ struct StatusCommand: ImgctlSubcommand {
                 lines.append("degraded: \(HumanFormat.text(entry["code"]?.stringValue ?? "?")): \(HumanFormat.text(entry["message"]?.stringValue ?? ""))")
             }
         }
+        if let ready = status["ready"] { lines.append(Self.readiness(ready)) }
         return lines
+    }
+
+    /// "ready: yes (20 of 20 URLs cached)", "ready: no: /etc/imgd/hot.txt: no such file".
+    static func readiness(_ ready: JSONValue) -> String {
+        let cached = ready["cached"]?.intValue ?? 0, total = ready["total"]?.intValue ?? 0
+        let counts = (ready["lists"]?.arrayValue ?? []).isEmpty
+            ? "no ready-lists" : "\(HumanFormat.count(cached)) of \(HumanFormat.count(total)) URLs cached"
+        guard ready["ready"]?.boolValue == true else {
+            let missing = (ready["missing"]?.arrayValue ?? []).compactMap(\.stringValue).map(HumanFormat.text)
+            return "ready: no: " + (missing.isEmpty ? counts : missing.joined(separator: "; "))
+        }
+        return "ready: yes (\(counts))"
     }
 
     /// "1.2 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned".

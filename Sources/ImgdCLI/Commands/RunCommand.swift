@@ -81,6 +81,8 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("http-header-bytes")) var httpHeaderBytes: String?
     @Option(help: .setting("http-header-timeout")) var httpHeaderTimeout: String?
     @Option(help: .setting("http-idle-timeout")) var httpIdleTimeout: String?
+    @Option(help: .setting("ready-lists")) var readyLists: [String] = []
+    @Option(help: .setting("ready-fraction")) var readyFraction: String?
 
     static let otherOptions: Set<String> = ["_config"]
 

@@ -41,6 +41,7 @@ extension DaemonCommands {
             "max_rate_applies_to": .string(config.maxRateAppliesTo.rawValue),
             "throttled_now": JSONValue(downloads.throttledNow),
             "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
+            "ready": services.readiness.snapshot().json,
         ]
     }
 

@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data", "explain"]
+    static let features = ["subscribe", "pin", "data", "explain", "ready"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
@@ -43,6 +43,7 @@ struct DaemonCommands {
         case "fsck": try await fsck()
         case "reload": try await reload()
         case "explain": try await explain()
+        case "wait-ready": try await waitReady()
         default: throw .unknownCommand(request.command)
         }
     }

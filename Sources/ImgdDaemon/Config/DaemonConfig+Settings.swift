@@ -258,6 +258,42 @@ extension DaemonConfig {
         .duration(
             "http-idle-timeout", \.httpIdleTimeout, minimum: .seconds(1), reloadable: false,
             help: "An HTTP connection with no request this long after its last response is closed"),
+        // Readiness (docs/operations.md, "Readiness"): status.ready, wait-ready, imgd-ready.service.
+        DaemonSetting(
+            "ready-lists", \.readyLists, reloadable: false,
+            help: SettingHelp(
+                "Link lists warmed at every start and kept in place; status.ready and wait-ready report when enough of them is cached",
+                detail: "absolute paths; repeatable; owned by root or imgd's user and writable by no one else",
+                valueName: "path", none: "none: ready at start"),
+            show: { $0.joined(separator: ",") }, spell: { $0.isEmpty ? nil : $0.joined(separator: ",") }
+        ) { value throws(SettingError) in
+            let paths: [String]
+            if case .array(let items) = value {
+                paths = try items.map { item throws(SettingError) in try item.text() }
+            } else {
+                paths = try value.text().split(separator: ",").map(String.init)
+            }
+            for path in paths where !path.hasPrefix("/") {
+                throw SettingError(reason: "\(path) is not an absolute path (a ready list is read from where it is, at every start)")
+            }
+            return paths
+        },
+        DaemonSetting(
+            "ready-fraction", \.readyFraction, reloadable: true,
+            help: SettingHelp(
+                "Share of the ready lists' entries that must be cached for imgd to be ready; failed ones count against it",
+                detail: "0.0 to 1.0", valueName: "FRACTION"),
+            show: { DaemonSetting.spell(number: $0) }, spell: DaemonSetting.spell(number:)
+        ) { value throws(SettingError) in
+            let number: Double? = switch value {
+            case .integer(let value): Double(value)
+            case .float(let value): value
+            case .string(let text): Double(text)
+            default: nil
+            }
+            guard let number, number >= 0, number <= 1 else { throw SettingError(reason: "a fraction from 0.0 to 1.0") }
+            return number
+        },
     ]
 
     /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.

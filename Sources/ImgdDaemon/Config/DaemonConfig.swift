@@ -118,6 +118,13 @@ public struct DaemonConfig: Sendable, Equatable {
     public var httpHeaderBytes = HTTPFaceLimits().maxHeaderBytes
     public var httpHeaderTimeout = HTTPFaceLimits().headerTimeout
     public var httpIdleTimeout = HTTPFaceLimits().idleTimeout
+    // Readiness (ReadinessTracker): the hot set warmed at every start, and how much of it must be cached.
+    /// Absolute paths of link lists read at every start and kept in place (none by default:
+    /// ready at start).
+    public var readyLists: [String] = []
+    /// The share of the ready lists' entries that must be cached for `status.ready` (1.0 by
+    /// default; failed entries count against it).
+    public var readyFraction = 1.0
 
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.

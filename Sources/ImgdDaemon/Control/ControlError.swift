@@ -42,6 +42,9 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `state_unavailable`: the daemon's state database (the lists and their progress) failed
     /// to answer `what` (`cause`: the database's error); nothing was done.
     case stateUnavailable(what: String, cause: String)
+    /// `not_ready`: `wait-ready` reached its `timeout` before the hot set was cached; the
+    /// message says what is missing (``ReadinessTracker/Snapshot/missing``).
+    case notReady(String)
     /// Any other code, passed through as given: a download error (`dns`, `http_404`, …).
     case other(code: String, message: String)
 
@@ -60,6 +63,7 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         case .queueFull, .queueShareFull: return "queue_full"
         case .dataTooLarge: return FailureCode.tooLarge.rawValue
         case .stateUnavailable: return "state_unavailable"
+        case .notReady: return "not_ready"
         case .other(let code, _): return code
         }
     }
@@ -99,6 +103,8 @@ public enum ControlError: Error, Sendable, Hashable, CustomStringConvertible {
             return "the image is \(bytes) bytes, over the \(limit) bytes returned inline (max-data-bytes); ask without \"data\" and read the file at \"path\""
         case .stateUnavailable(let what, let cause):
             return "the state database failed while \(what): \(cause); nothing was done: try again (imgd logs the failure, and its lists wait until the database answers)"
+        case .notReady(let missing):
+            return "not ready: \(missing)"
         case .other(_, let message):
             return message
         }

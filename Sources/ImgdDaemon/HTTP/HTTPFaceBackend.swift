@@ -34,7 +34,11 @@ final class HTTPFaceBackend: Sendable {
         switch route {
         case .healthz:
             return await services.health.check()
-        case .metrics, .readyz, .image:
+        case .readyz:
+            // What status.ready says: 200 once the ready lists are cached (latched), else 503.
+            let readiness = services.readiness.snapshot()
+            return .json(readiness.json, status: readiness.ready ? .ok : .serviceUnavailable)
+        case .metrics, .image:
             return .error(.notFound("not available yet"))
         }
     }

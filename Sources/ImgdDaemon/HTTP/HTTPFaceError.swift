@@ -71,7 +71,7 @@ struct HTTPFaceError: Error, Sendable, Equatable {
         case .notFound: status = .notFound
         case .forbidden: status = .forbidden
         case .busy, .busyPerPeer, .busyReserved, .shuttingDown, .queueFull, .queueShareFull, .tooManyRequests,
-            .stateUnavailable:
+            .stateUnavailable, .notReady:
             status = .serviceUnavailable
             retryAfter = 1
         case .dataTooLarge: status = .payloadTooLarge
