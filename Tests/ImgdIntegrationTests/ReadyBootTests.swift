@@ -16,6 +16,10 @@ import Glibc
 /// to a folder shared with the test) must start only once the hot set is cached: not while
 /// three of its URLs are held by the test server, although imgd.service is active by then.
 ///
+/// The same boot runs `imgd-http.socket` beside `imgd.socket` (moved to a loopback port the test
+/// can reach, since the container shares the host's network): systemd passes both sockets by
+/// name (`LISTEN_FDNAMES`), and `/readyz` follows readiness, `503` then `200`.
+///
 /// Slow (a boot; ~2 min more the first time, for debootstrap) and needs root, `systemd-nspawn`
 /// and `debootstrap` (Debian packages `systemd-container`, `debootstrap`): it runs only with
 /// `IMGD_SYSTEMD_BOOT_TESTS=1`.
@@ -36,7 +40,11 @@ struct ReadyBootTests {
         try await withRunningServer { server in
             // 10 URLs, the last 3 held until the gate opens.
             let hot = (0..<10).map { server.url("/img/boot-\($0).png" + ($0 >= 7 ? "?gate=hot" : "")) }.joined(separator: "\n") + "\n"
-            let files = try Self.layout(scratch, hotSet: hot)
+            let httpPort = try freeTCPPort()
+            let files = try Self.layout(scratch, hotSet: hot, httpPort: httpPort)
+            let readyz = { () async -> String in
+                (try? await HTTPFaceTests.curl(["-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "http://127.0.0.1:\(httpPort)/readyz"]))?.stdout ?? ""
+            }
             let runtime = try #require(Self.swiftRuntimeRoot(), "the Swift runtime's folder was not found in /proc/self/maps")
             var arguments = [
                 "-D", Self.rootfs, "-b", "--volatile=overlay", "--register=no", "--keep-unit", "-M", "imgd-ready-\(getpid())",
@@ -64,6 +72,8 @@ struct ReadyBootTests {
             let stamp = files.out + "/stamp"
             #expect(await !eventually(timeout: .seconds(3)) { FileManager.default.fileExists(atPath: stamp) }, "probe.service ran before the hot set was cached")
             #expect(try await Self.inside(leader, ["systemctl", "is-active", "imgd-ready.service"]) == "activating")
+            // The HTTP face came through imgd-http.socket, by name: not ready yet.
+            #expect(await readyz() == "503", "console:\n\(log())")
 
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
@@ -75,6 +85,7 @@ struct ReadyBootTests {
             let written = read() ?? 0
             #expect(written > opened, "the probe ran at \(written), before the gate opened at \(opened)")
             #expect(try await Self.inside(leader, ["systemctl", "is-active", "imgd-ready.service"]) == "active")
+            #expect(await readyz() == "200")
             let status = try await Self.inside(leader, ["imgctl", "--json", "status", "--socket", "/run/imgd/imgd.sock"])
             #expect(status.contains(#""ready":true"#) && status.contains(#""cached":10"#), "\(status)")
 
@@ -85,7 +96,7 @@ struct ReadyBootTests {
 
     /// The files the container sees: units (with `probe.service` and the wants links),
     /// sysusers, tmpfiles, /etc/imgd (configuration and hot set) and the probe's folder.
-    static func layout(_ scratch: ScratchFolder, hotSet: String) throws
+    static func layout(_ scratch: ScratchFolder, hotSet: String, httpPort: Int) throws
         -> (system: String, sysusers: String, tmpfiles: String, etc: String, out: String)
     {
         let manager = FileManager.default
@@ -98,6 +109,10 @@ struct ReadyBootTests {
         for unit in ["imgd.service", "imgd.socket", "imgd-ready.service"] {
             try SystemdUnitTests.text(unit).write(toFile: system + "/" + unit, atomically: false, encoding: .utf8)
         }
+        let httpSocket = try SystemdUnitTests.text("imgd-http.socket")
+            .replacingOccurrences(of: "\nListenStream=/run/imgd/http.sock\n", with: "\nListenStream=127.0.0.1:\(httpPort)\n")
+        try httpSocket.write(toFile: system + "/imgd-http.socket", atomically: false, encoding: .utf8)
+        try manager.createSymbolicLink(atPath: system + "/sockets.target.wants/imgd-http.socket", withDestinationPath: "../imgd-http.socket")
         try """
             [Unit]
             Description=an application that needs the hot set
@@ -113,7 +128,7 @@ struct ReadyBootTests {
         try manager.createSymbolicLink(atPath: system + "/sockets.target.wants/imgd.socket", withDestinationPath: "../imgd.socket")
         try SystemdUnitTests.text("imgd.sysusers").write(toFile: sysusers + "/imgd.conf", atomically: false, encoding: .utf8)
         try SystemdUnitTests.text("imgd.tmpfiles").write(toFile: tmpfiles + "/imgd.conf", atomically: false, encoding: .utf8)
-        try "ready-lists = [\"/etc/imgd/hot.txt\"]\n".write(toFile: etc + "/imgd.toml", atomically: false, encoding: .utf8)
+        try "ready-lists = [\"/etc/imgd/hot.txt\"]\nhttp-listen = \"127.0.0.1:\(httpPort)\"\n".write(toFile: etc + "/imgd.toml", atomically: false, encoding: .utf8)
         try hotSet.write(toFile: etc + "/hot.txt", atomically: false, encoding: .utf8)
         return (system, sysusers, tmpfiles, etc, out)
     }
