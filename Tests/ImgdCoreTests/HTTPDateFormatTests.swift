@@ -69,4 +69,15 @@ struct HTTPDateFormatTests {
         #expect(Set(types).count == ImageFormat.allCases.count)
         #expect(ImageFormat.png.mediaType == "image/png" && ImageFormat.svg.mediaType == "image/svg+xml")
     }
+
+    @Test("an IMF-fixdate's shape is recognised without reading it: what format writes is, obsolete forms and control characters are not")
+    func imfShape() {
+        #expect(HTTPDate.looksLikeIMFFixdate(HTTPDate.format(milliseconds: 1_700_000_000_000)))
+        #expect(HTTPDate.looksLikeIMFFixdate("Sun, 06 Nov 1994 08:49:37 GMT"))
+        #expect(!HTTPDate.looksLikeIMFFixdate("Sunday, 06-Nov-94 08:49:37 GMT"))
+        #expect(!HTTPDate.looksLikeIMFFixdate("Sun Nov  6 08:49:37 1994"))
+        #expect(!HTTPDate.looksLikeIMFFixdate("Sun, 06 Nov 1994 08:49:37 UTC"))
+        #expect(!HTTPDate.looksLikeIMFFixdate("Sun, 06 Nov 1994 08:49:3\r GMT"))
+        #expect(!HTTPDate.looksLikeIMFFixdate("Sun, 06 Nov 1994 08:49:37 GMT "))
+    }
 }

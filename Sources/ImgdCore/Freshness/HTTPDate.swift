@@ -34,6 +34,26 @@ public enum HTTPDate {
         return ((days * 24 + time.0) * 60 + time.1) * 60_000 + time.2 * 1000
     }
 
+    /// Whether `text` has an IMF-fixdate's shape (`Sun, 06 Nov 1994 08:49:37 GMT`: 29 printable
+    /// ASCII bytes, a comma after the day's name, ending in ` GMT`), so it can be sent on as it
+    /// is without reading it: what an origin's `Last-Modified` almost always is.
+    public static func looksLikeIMFFixdate(_ text: String) -> Bool {
+        guard text.utf8.count == 29 else { return false }
+        for (index, byte) in text.utf8.enumerated() {
+            guard byte >= 0x20, byte < 0x7f else { return false }
+            let expected: UInt8? = switch index {
+            case 3: UInt8(ascii: ",")
+            case 4, 25: UInt8(ascii: " ")
+            case 26: UInt8(ascii: "G")
+            case 27: UInt8(ascii: "M")
+            case 28: UInt8(ascii: "T")
+            default: nil
+            }
+            if let expected, byte != expected { return false }
+        }
+        return true
+    }
+
     /// `milliseconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form
     /// a sender must use (`Last-Modified`, `Date`); the milliseconds are dropped, and an instant
     /// before 1970 is written as 1970's first second.

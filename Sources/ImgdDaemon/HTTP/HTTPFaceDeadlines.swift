@@ -8,7 +8,9 @@ import NIOCore
 ///   opened) is closed without a word.
 ///
 /// The connection handler tells it when a head has arrived and when a response has ended; both
-/// run on the connection's event loop.
+/// run on the connection's event loop. One timer at a time: a request moves the deadline, and the
+/// timer, when it fires early, sleeps again until the deadline (scheduling and cancelling a timer
+/// for every request cost a tenth of a keep-alive hit's time, measured).
 final class HTTPFaceDeadlines: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -26,6 +28,9 @@ final class HTTPFaceDeadlines: ChannelInboundHandler {
     private let idleTimeout: TimeAmount
     private let timeoutResponse: ByteBuffer
     private var state = State.idle
+    /// When the state in force expires (none while a request is answered).
+    private var deadline: NIODeadline?
+    /// The timer that checks ``deadline``; at most one.
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
     /// Counted when a head times out.
@@ -40,11 +45,11 @@ final class HTTPFaceDeadlines: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { arm(idleTimeout, context: context) }
+        if context.channel.isActive { expire(in: idleTimeout) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm(idleTimeout, context: context)
+        expire(in: idleTimeout)
         context.fireChannelActive()
     }
 
@@ -64,7 +69,7 @@ final class HTTPFaceDeadlines: ChannelInboundHandler {
         switch state {
         case .idle:
             state = .readingHead
-            arm(headerTimeout, context: context)
+            expire(in: headerTimeout)
         case .answering(false):
             state = .answering(bytesSinceHead: true)
         case .readingHead, .answering(true):
@@ -75,34 +80,44 @@ final class HTTPFaceDeadlines: ChannelInboundHandler {
 
     /// A whole request head arrived: no deadline while it is answered.
     func headReceived() {
-        timer?.cancel()
-        timer = nil
+        deadline = nil
         state = .answering(bytesSinceHead: false)
     }
 
     /// A response's last part was written: the next head (already begun if bytes came since the
     /// last head) has the header timeout, an idle connection the idle timeout.
     func responseEnded() {
-        guard let context, case .answering(let bytesSinceHead) = state else { return }
+        guard case .answering(let bytesSinceHead) = state else { return }
         if bytesSinceHead {
             state = .readingHead
-            arm(headerTimeout, context: context)
+            expire(in: headerTimeout)
         } else {
             state = .idle
-            arm(idleTimeout, context: context)
+            expire(in: idleTimeout)
         }
     }
 
-    private func arm(_ delay: TimeAmount, context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
-            timer = nil
-            expire()
-        }
+    /// Sets the deadline `delay` from now; a timer is scheduled only when none is.
+    private func expire(in delay: TimeAmount) {
+        let at = NIODeadline.now() + delay
+        deadline = at
+        if timer == nil { schedule(at) }
     }
 
-    private func expire() {
+    private func schedule(_ at: NIODeadline) {
         guard let context else { return }
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { [self] in
+            timer = nil
+            fire()
+        }
+    }
+
+    private func fire() {
+        guard let context, let deadline else { return }  // answering: the next state sets one
+        guard NIODeadline.now() >= deadline else {
+            schedule(deadline)
+            return
+        }
         switch state {
         case .readingHead:
             onHeaderTimeout()

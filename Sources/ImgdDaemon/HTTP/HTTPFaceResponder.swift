@@ -19,8 +19,7 @@ enum HTTPFaceResponder {
     static func response(for image: ServedImage, head: HTTPRequestHead, now: Int) -> HTTPFaceResponse {
         let entry = image.entry
         let tag = "\"\(entry.sha256.hex)\""
-        let lastModified = entry.lastModified.flatMap(HTTPDate.milliseconds).map { HTTPDate.format(milliseconds: $0) }
-            ?? HTTPDate.format(milliseconds: entry.fetchedAt)
+        let lastModified = lastModifiedText(entry)
         var headers = HTTPHeaders()
         headers.add(name: "ETag", value: tag)
         headers.add(name: "Last-Modified", value: lastModified)
@@ -72,6 +71,17 @@ enum HTTPFaceResponder {
             let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: file.descriptor)
             return HTTPFaceResponse(status: status, headers: headers, body: .file(handle, bytes))
         }
+    }
+
+    /// `Last-Modified`: the origin's, sent on as it is when it has an IMF-fixdate's shape (no
+    /// date is parsed for a hit), else read and written anew; when the origin gave none (or one
+    /// imgd cannot read), when imgd fetched it.
+    static func lastModifiedText(_ entry: IndexEntry) -> String {
+        if let given = entry.lastModified {
+            if HTTPDate.looksLikeIMFFixdate(given) { return given }
+            if let instant = HTTPDate.milliseconds(given) { return HTTPDate.format(milliseconds: instant) }
+        }
+        return HTTPDate.format(milliseconds: entry.fetchedAt)
     }
 
     /// What a cache downstream may do with the image: keep it as long as imgd would before it
