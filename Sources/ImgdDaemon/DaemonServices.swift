@@ -55,14 +55,20 @@ final class DaemonServices: Sendable {
     let reloadFailure = Locked<ReloadFailure?>(nil)
     /// The last reload asked for (SIGHUP or `reload`): the next one waits for it.
     let reloads = Locked<Task<Result<[String], ReloadFailure>, Never>?>(nil)
+    /// `get` latency by face and source (the control server records its face; the HTTP face
+    /// records its own with ``DaemonHistograms/recordGet(face:source:nanoseconds:)``).
+    let histograms: DaemonHistograms
+    /// The gauges of `metrics` that cost an index query, read at most once a second.
+    let gaugeCache = GaugeCache()
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
-        outcomes: OutcomeRecorder
+        outcomes: OutcomeRecorder, histograms: DaemonHistograms
     ) {
         self.outcomes = outcomes
+        self.histograms = histograms
         pins = PinWriter(index: disk.index, outcomes: outcomes, logger: logger)
         self.options = options
         self.logger = logger
@@ -176,13 +182,14 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         let handler = DaemonCommandHandler()
+        let histograms = DaemonHistograms()
         let server = ControlServer(
             listening: address,
-            limits: config.controlLimits, handler: handler, events: events, logger: logger)
+            limits: config.controlLimits, handler: handler, events: events, logger: logger, histograms: histograms)
         let services = DaemonServices(
             options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server, outcomes: outcomes)
+            server: server, outcomes: outcomes, histograms: histograms)
         handler.attach(services)
         services.checkDiskSpace()
 

@@ -145,6 +145,7 @@ extension DaemonCommands {
             else {
                 throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count)
             }
+            request.prepared.noteUnmeasured()
             return ["pending": true]
         }
         let fetched: CachedImage
@@ -169,6 +170,8 @@ extension DaemonCommands {
         guard let hit = found else {
             throw .other(code: FailureCode.disk.rawValue, message: "\(url.normalized) was fetched but is gone from the cache again (evicted at once: is the cache too small?)")
         }
-        return Self.json(hit, source: fetched.source == .network ? .network : hit.source, data: data)
+        let source = fetched.source == .network ? CacheSource.network : hit.source
+        request.prepared.noteSource(DaemonHistograms.Source(source))
+        return Self.json(hit, source: source, data: data)
     }
 }

@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data"]
+    static let features = ["subscribe", "pin", "data", "metrics"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
@@ -40,6 +40,7 @@ struct DaemonCommands {
         case "retry": try await retry()
         case "refresh": try await refresh()
         case "stats": stats()
+        case "metrics": services.metricsSnapshot()
         case "fsck": try await fsck()
         case "reload": try await reload()
         default: throw .unknownCommand(request.command)
