@@ -6,7 +6,7 @@
 #
 #   bench/scrape-bench.sh [--runs R] [--seconds S] [--scrape-rate N] [--max-latency-ms MS]
 #                         [--clients C] [--lookup-urls N] [--warm-urls N] [--scrape-url URL]
-#                         [--no-results]
+#                         [--no-control] [--no-loop] [--no-results]
 #
 # Environment: IMGD=/path/to/imgd and LOOKUP_BENCH=/path/to/imgd-lookup-bench (otherwise both
 # are built with `swift build -c release`), SCRATCH (SwiftPM's --scratch-path, default .build).
@@ -28,12 +28,16 @@ LOOKUP_URLS=1000
 WARM_URLS=20000
 SCRAPE_URL=""
 WRITE_RESULTS=1
+CONTROL=1
+USE_LOOP=1
+DATA=""
+FS_DESC=""
 ORIG_ARGS="$*"
 
 IMGD_BIN=""
 CLIENT_BIN=""
 IMGD_PID=""
-SOCKET=$WORK/imgd/imgd.sock
+SOCKET=""
 RUNS_TSV=""
 FAILED=0
 
@@ -51,6 +55,11 @@ Options:
   --warm-urls N       images of each run's warming list (default 20000)
   --scrape-url URL    scrape GET URL (the HTTP face's http://127.0.0.1:PORT/metrics) instead of
                       the control socket's metrics command
+  --no-control        no control runs: by default each run is followed by the same run without
+                      the scraper (its own warming list), so the table shows what the scrapes add
+  --no-loop           the daemon's folders on / rather than on a journaled ext4 image on a loop
+                      device (needs root); / here is ext4 without a journal, where refilling a
+                      cache just emptied turns quadratic (TOOLCHAIN.md)
   --no-results        leave bench/RESULTS.md as it is
 EOF
 }
@@ -67,6 +76,8 @@ parse_args() {
             --warm-urls) WARM_URLS=$2; shift ;;
             --scrape-url) SCRAPE_URL=$2; shift ;;
             --no-results) WRITE_RESULTS=0 ;;
+            --no-control) CONTROL=0 ;;
+            --no-loop) USE_LOOP=0 ;;
             -h|--help) usage; exit 0 ;;
             *) usage >&2; die "unknown option $1" ;;
         esac
@@ -92,20 +103,20 @@ build() {
 # One corpus of LOOKUP_URLS + RUNS × WARM_URLS small PNGs on nginx: the first LOOKUP_URLS are
 # warmed before any run and looked up; each run warms the next WARM_URLS.
 serve_images() {
-    local total=$(( LOOKUP_URLS + RUNS * WARM_URLS ))
+    local total=$(( LOOKUP_URLS + (CONTROL + 1) * RUNS * WARM_URLS ))
     local corpus=$WORK/corpus/s$total
     "$PYTHON" "$BENCH_DIR/gen_corpus.py" generate --dir "$corpus" --small "$total" --large 0 >&2
     nginx_start "$WORK/nginx" "$corpus"
     "$PYTHON" "$BENCH_DIR/gen_corpus.py" lists --dir "$corpus" --base-url "http://127.0.0.1:$NGINX_PORT" --out "$WORK/lists"
-    head -n "$LOOKUP_URLS" "$WORK/lists/small.txt" >"$WORK/lists/lookup.txt"
+    sed -n "1,${LOOKUP_URLS}p" "$WORK/lists/small.txt" >"$WORK/lists/lookup.txt"
     curl -q -sS --fail -o /dev/null "$(head -1 "$WORK/lists/lookup.txt")" || die "nginx does not serve the corpus"
     log "nginx on 127.0.0.1:$NGINX_PORT serves $total images"
 }
 
 start_imgd() {
-    rm -rf "$WORK/imgd"
-    mkdir -p "$WORK/imgd"
-    "$IMGD_BIN" --spool "$WORK/imgd/spool" --cache "$WORK/imgd/cache" --state "$WORK/imgd/state" --socket "$SOCKET" \
+    setup_data_area $(( (LOOKUP_URLS + (CONTROL + 1) * RUNS * WARM_URLS) * 48 / 1024 + 512 ))
+    SOCKET=$DATA/imgd.sock
+    "$IMGD_BIN" --spool "$DATA/spool" --cache "$DATA/cache" --state "$DATA/state" --socket "$SOCKET" \
         --max-connections-per-peer 64 >"$WORK/logs/imgd.log" 2>&1 </dev/null &
     IMGD_PID=$!
     for _ in $(seq 300); do
@@ -118,18 +129,18 @@ start_imgd() {
 
 # drop NAME FILE: the list written under a dot name, then renamed into the spool.
 drop() {
-    cp "$2" "$WORK/imgd/spool/.$1.tmp"
-    mv "$WORK/imgd/spool/.$1.tmp" "$WORK/imgd/spool/$1"
+    cp "$2" "$DATA/spool/.$1.tmp"
+    mv "$DATA/spool/.$1.tmp" "$DATA/spool/$1"
 }
 
 warm_lookups() {
     drop lookup.txt "$WORK/lists/lookup.txt"
     for _ in $(seq 1200); do
-        [[ -e $WORK/imgd/spool/done/lookup.txt ]] && break
-        [[ -e $WORK/imgd/spool/failed/lookup.txt ]] && die "warming failed: see $WORK/imgd/spool/failed/"
+        [[ -e $DATA/spool/done/lookup.txt ]] && break
+        [[ -e $DATA/spool/failed/lookup.txt ]] && die "warming failed: see $DATA/spool/failed/"
         sleep 0.1
     done
-    [[ -e $WORK/imgd/spool/done/lookup.txt ]] || die "warming $LOOKUP_URLS URLs took over 2 minutes"
+    [[ -e $DATA/spool/done/lookup.txt ]] || die "warming $LOOKUP_URLS URLs took over 2 minutes"
     log "imgd warmed the $LOOKUP_URLS lookup URLs"
 }
 
@@ -152,9 +163,12 @@ else:
 PY
 }
 
+# run_one RUN SLICE scrape|none: one measured run beside the warming of the SLICE-th list.
 run_one() {
-    local run=$1 name="warm-$1.txt" line rc=0 before after scrape=()
-    tail -n "+$(( LOOKUP_URLS + (run - 1) * WARM_URLS + 1 ))" "$WORK/lists/small.txt" | head -n "$WARM_URLS" >"$WORK/lists/$name"
+    local run=$1 name="warm-$2.txt" mode=$3 line rc=0 before after scrape=()
+    local first=$(( LOOKUP_URLS + ($2 - 1) * WARM_URLS + 1 ))
+    # sed, not tail | head: head's early exit would be a SIGPIPE that pipefail turns into a failure.
+    sed -n "${first},$(( first + WARM_URLS - 1 ))p" "$WORK/lists/small.txt" >"$WORK/lists/$name"
     drop "$name" "$WORK/lists/$name"
     # The list claimed and warming before the lookups start.
     for _ in $(seq 100); do
@@ -162,14 +176,18 @@ run_one() {
         [[ $before -gt 0 ]] && break
         sleep 0.05
     done
-    if [[ -n $SCRAPE_URL ]]; then scrape=(--scrape-url "$SCRAPE_URL"); fi
+    if [[ $mode == scrape ]]; then
+        scrape=(--scrape-rate "$SCRAPE_RATE")
+        if [[ -n $SCRAPE_URL ]]; then scrape+=(--scrape-url "$SCRAPE_URL"); fi
+    fi
     line=$("$CLIENT_BIN" --socket "$SOCKET" --urls "$WORK/lists/lookup.txt" --clients "$CLIENTS" --seconds "$SECONDS_PER_RUN" \
-        --warmup 0.5 --server-pid "$IMGD_PID" --scrape-rate "$SCRAPE_RATE" "${scrape[@]}" \
+        --warmup 0.5 --server-pid "$IMGD_PID" "${scrape[@]}" \
         --max-latency-ms "$MAX_LATENCY_MS" 2>>"$WORK/logs/client.log") || rc=$?
     after=$(settled "$name")
-    [[ $rc -eq 0 ]] || FAILED=1
-    log "run $run: exit $rc; warming list settled $before → $after of $WARM_URLS; $line"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$run" "$rc" "$before" "$after" "${line:-{\}}" >>"$RUNS_TSV"
+    # Only the scraped runs decide: a control run over the limit says the limit is the machine's.
+    [[ $rc -eq 0 || $mode == none ]] || FAILED=1
+    log "run $run ($mode): exit $rc; warming list settled $before → $after of $WARM_URLS; $line"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$mode" "$rc" "$before" "$after" "${line:-{\}}" >>"$RUNS_TSV"
 }
 
 cleanup() {
@@ -181,32 +199,35 @@ cleanup() {
         wait "$IMGD_PID" 2>/dev/null || true
     fi
     nginx_stop "$WORK/nginx"
+    unmount_work_fs "$WORK"
     exit "$status"
 }
 
 write_results() {
     local body
-    body=$("$PYTHON" - "$RUNS_TSV" "$SCRAPE_RATE" "$MAX_LATENCY_MS" "$CLIENTS" "$WARM_URLS" "$SECONDS_PER_RUN" "$SCRAPE_URL" $ORIG_ARGS <<'PY'
+    body=$("$PYTHON" - "$RUNS_TSV" "$SCRAPE_RATE" "$MAX_LATENCY_MS" "$CLIENTS" "$WARM_URLS" "$SECONDS_PER_RUN" "$SCRAPE_URL" "$FS_DESC" $ORIG_ARGS <<'PY'
 import json, sys
-path, rate, limit, clients, warm, seconds, url = sys.argv[1:8]
+path, rate, limit, clients, warm, seconds, url, fs = sys.argv[1:9]
 rows = []
 for line in open(path):
-    run, rc, before, after, record = line.rstrip("\n").split("\t", 4)
+    run, mode, rc, before, after, record = line.rstrip("\n").split("\t", 5)
     r = json.loads(record) if record.strip() not in ("", "{}") else {}
-    rows.append((run, rc, before, after, r))
+    rows.append((run, mode, rc, before, after, r))
 target = url or "the control socket's metrics command"
 import time
 stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 out = ["## Scrape benchmark: lookups beside 1,000 scrapes a second and a warming list", "",
-       f"Run {stamp} with `bench/scrape-bench.sh {' '.join(sys.argv[8:])}`.", "",
+       f"Run {stamp} with `bench/scrape-bench.sh {' '.join(sys.argv[9:])}`; load average {open('/proc/loadavg').read().split()[0]} at the end.", "",
        f"{clients} lookup connections (one `get` in flight each, all hits) for {seconds} s, while a thread "
        f"scrapes {target} {rate} times a second and a list of {warm} new URLs warms from a local nginx. "
-       f"A run fails when one lookup takes over {limit} ms.", "",
-       "| run | lookups/s | p50 ms | p99 ms | max ms | scrapes/s | scrape p50 ms | scrape max ms | scrape bytes | list settled (start → end) | result |",
-       "|---|---|---|---|---|---|---|---|---|---|---|"]
-for run, rc, before, after, r in rows:
+       f"The daemon's folders: {fs}. "
+       f"A run fails when one lookup takes over {limit} ms. Each run is followed by a control run without "
+       f"the scraper (its own warming list, when there is one): what the lookups see anyway on this machine.", "",
+       "| run | scrapes | lookups/s | p50 ms | p99 ms | max ms | scrapes/s | scrape p50 ms | scrape max ms | scrape bytes | list settled (start → end) | result |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+for run, mode, rc, before, after, r in rows:
     verdict = "pass" if rc == "0" else ("over the limit" if rc == "4" else f"failed (exit {rc})")
-    out.append(f"| {run} | {r.get('requests_per_s', '-')} | {r.get('p50_ms', '-')} | {r.get('p99_ms', '-')} | {r.get('max_ms', '-')} "
+    out.append(f"| {run} | {'yes' if mode == 'scrape' else 'no (control)'} | {r.get('requests_per_s', '-')} | {r.get('p50_ms', '-')} | {r.get('p99_ms', '-')} | {r.get('max_ms', '-')} "
                f"| {r.get('scrapes_per_s', '-')} | {r.get('scrape_p50_ms', '-')} | {r.get('scrape_max_ms', '-')} | {r.get('scrape_bytes', '-')} "
                f"| {before} → {after} of {warm} | {verdict} |")
 print("\n".join(out))
@@ -226,7 +247,11 @@ main() {
     warm_lookups
     RUNS_TSV=$WORK/results/runs-$(date -u +%Y%m%dT%H%M%SZ).tsv
     : >"$RUNS_TSV"
-    for run in $(seq "$RUNS"); do run_one "$run"; done
+    local slice=0
+    for run in $(seq "$RUNS"); do
+        slice=$(( slice + 1 )); run_one "$run" "$slice" scrape
+        if [[ $CONTROL -eq 1 ]]; then slice=$(( slice + 1 )); run_one "$run" "$slice" none; fi
+    done
     if [[ $WRITE_RESULTS -eq 1 ]]; then
         write_results
         log "wrote bench/RESULTS.md"

@@ -120,12 +120,16 @@ final class Scraper: @unchecked Sendable {
         case .http(let host, let port, let path):
             try send("GET \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nAccept: text/plain\r\n\r\n")
             let head = String(decoding: try readLine(terminator: Array("\r\n\r\n".utf8)), as: UTF8.self).lowercased()
-            guard head.hasPrefix("http/1.1 200") else { throw ScrapeError(text: "GET \(path): " + String(head.prefix(200))) }
+            guard head.hasPrefix("http/1."), head.dropFirst("http/1.x ".count).hasPrefix("200") else {
+                throw ScrapeError(text: "GET \(path): " + String(head.prefix(200)))
+            }
             guard let lengthLine = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
                 let length = Int(lengthLine.dropFirst("content-length:".count).filter { $0 != " " && $0 != "\t" })
             else { throw ScrapeError(text: "GET \(path): no Content-Length (chunked bodies are not read)") }
             try readBody(length)
-            if head.contains("connection: close") {
+            // HTTP/1.0 closes unless it says keep-alive; HTTP/1.1 only when it says close.
+            let closes = head.hasPrefix("http/1.0") ? !head.contains("connection: keep-alive") : head.contains("connection: close")
+            if closes {
                 close(socket)
                 socket = -1
             }
