@@ -118,6 +118,30 @@ struct MetricsExpositionTests {
         try await server.shutdown()
     }
 
+    @Test(
+        "a second uid in the socket's group reads the metrics like stats; the text names no path, URL or peer",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to run imgctl as a second uid"))
+    func secondUser() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let server = try await TestHTTPServer.start()
+        chmod(scratch.path, 0o755)
+        let socket = scratch.path + "/imgd.sock"
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--socket", socket], socket: socket)
+        defer { daemon.killIfRunning() }
+        try OtherUser.share(socket)
+        _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/one.png"))"}"#)
+        _ = try await daemon.call(#"{"cmd":"get","url":"\#(server.url("/status/404"))"}"#)
+        let output = try await OtherUser.plain.imgctl(["stats", "--prometheus"], socket: daemon.socket)
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout.contains(#"imgd_get_duration_seconds_count{face="control",source="network"} 1"#), "\(output.stdout)")
+        for secret in [scratch.path, "127.0.0.1", "/img/one.png", "uid"] {
+            #expect(!output.stdout.contains(secret), "\(secret) in:\n\(output.stdout)")
+        }
+        #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        try await server.shutdown()
+    }
+
     // MARK: Reading the snapshot
 
     static func snapshot(_ daemon: DaemonProcess) async throws -> [String: Any] {
