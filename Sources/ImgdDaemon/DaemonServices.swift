@@ -63,14 +63,20 @@ final class DaemonServices: Sendable {
     let readiness: ReadinessTracker
     /// Warms the ready lists once the group runs (``ReadinessService``).
     let readyWarmer: ReadyListWarmer
+    /// `get` latency by face and source (the control server records its face; the HTTP face
+    /// records its own with ``DaemonHistograms/recordGet(face:source:nanoseconds:)``).
+    let histograms: DaemonHistograms
+    /// The gauges of `metrics` that cost an index query, read at most once a second.
+    let gaugeCache = GaugeCache()
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
-        http: HTTPFaceServer?, outcomes: OutcomeRecorder
+        http: HTTPFaceServer?, outcomes: OutcomeRecorder, histograms: DaemonHistograms
     ) {
         self.outcomes = outcomes
+        self.histograms = histograms
         pins = PinWriter(index: disk.index, outcomes: outcomes, logger: logger)
         self.options = options
         self.logger = logger
@@ -203,9 +209,10 @@ final class DaemonServices: Sendable {
             throw DaemonStartError(description: "\(error)")
         }
         let handler = DaemonCommandHandler()
+        let histograms = DaemonHistograms()
         let server = ControlServer(
             listening: address,
-            limits: config.controlLimits, handler: handler, events: events, logger: logger)
+            limits: config.controlLimits, handler: handler, events: events, logger: logger, histograms: histograms)
         let backend = HTTPFaceBackend()
         let http = httpAddress.map {
             HTTPFaceServer(listening: $0, limits: config.httpLimits, allowRemote: config.httpAllowRemote, backend: backend, logger: logger)
@@ -213,7 +220,7 @@ final class DaemonServices: Sendable {
         let services = DaemonServices(
             options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server, http: http, outcomes: outcomes)
+            server: server, http: http, outcomes: outcomes, histograms: histograms)
         handler.attach(services)
         backend.attach(services)
         services.checkDiskSpace()

@@ -393,6 +393,9 @@ public final class Downloader: Sendable {
     /// Counters and gauges, as of the engine's last turn (at most a second old).
     public var statistics: DownloaderStatistics { engine.snapshot }
 
+    /// How long transfers took, by outcome (lock-free; read at any time).
+    public var transferDurations: TransferDurations { engine.transferDurations }
+
     /// Cancels everything still queued or running and waits for the engine to release libcurl.
     public func shutdown() async {
         engine.send(.stop)

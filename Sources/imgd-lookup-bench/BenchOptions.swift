@@ -35,16 +35,29 @@ struct BenchOptions {
     var order = Order.random
     /// The daemon's pid, to report the CPU time it used during the measured part.
     var serverPID: Int32?
+    /// Metrics scrapes a second beside the lookups (`--scrape-rate`); 0: none.
+    var scrapeRate = 0.0
+    /// Where they go: `--scrape-url`, else the control socket (`--scrape-socket`, else `--socket`).
+    var scrapeURL: String?
+    var scrapeSocket: String?
+    /// The run fails (exit 4) when a lookup took longer (`--max-latency-ms`).
+    var maxLatencyMilliseconds: Double?
 
     static let usage = """
         usage: imgd-lookup-bench --socket PATH --urls FILE [--clients N] [--pipeline P]
                                  [--seconds S | --requests N] [--warmup S] [--order random|round-robin]
                                  [--threads T] [--server-pid PID]
+                                 [--scrape-rate N [--scrape-url http://IP:PORT/metrics | --scrape-socket PATH]]
+                                 [--max-latency-ms MS]
         Sends `get` requests with "fetch": false for the URLs in FILE (one a line, all cached) to a
         running imgd, from N connections (driven by T threads, 1 by default, each an epoll loop)
         keeping P requests in flight each, and
-        prints one JSON line: requests/s and latency percentiles. Exit status 1 when any reply was
-        not a hit (the run is not valid), 2 on bad usage, 3 when the socket cannot be reached.
+        prints one JSON line: requests/s and latency percentiles. With --scrape-rate, a thread of
+        its own scrapes the daemon's metrics N times a second meanwhile (the control socket's
+        metrics command, or GET on --scrape-url over HTTP/1.1 keep-alive) and the line adds the
+        scrapes' count, errors and latencies. Exit status 1 when any reply was not a hit (the run
+        is not valid) or a scrape failed, 2 on bad usage, 3 when the socket cannot be reached, 4
+        when a lookup took longer than --max-latency-ms.
         """
 
     init(_ arguments: [String]) throws(LookupBenchError) {
@@ -73,11 +86,17 @@ struct BenchOptions {
                 guard let order = Order(rawValue: text) else { throw .usage("--order wants random or round-robin, not \(text)") }
                 self.order = order
             case "--server-pid": serverPID = try number(argument, atLeast: 1)
+            case "--scrape-rate": scrapeRate = try number(argument, atLeast: 0.1)
+            case "--scrape-url": scrapeURL = try value(argument)
+            case "--scrape-socket": scrapeSocket = try value(argument)
+            case "--max-latency-ms": maxLatencyMilliseconds = try number(argument, atLeast: 0.001)
             case "-h", "--help": throw .usage(Self.usage)
             default: throw .usage("unknown argument \(argument)\n\(Self.usage)")
             }
         }
         guard !socket.isEmpty, !urlFile.isEmpty else { throw .usage("--socket and --urls are required\n\(Self.usage)") }
+        if scrapeURL != nil, scrapeSocket != nil { throw .usage("--scrape-url and --scrape-socket: pick one") }
+        if scrapeRate == 0, scrapeURL != nil || scrapeSocket != nil { throw .usage("--scrape-url and --scrape-socket need --scrape-rate") }
         guard depth <= 64 else { throw .usage("--pipeline is at most 64: imgd answers too_many_requests past 64 waiting requests") }
         if case .requests(let count) = length, count < clients {
             throw .usage("--requests must be at least --clients (\(clients))")

@@ -22,8 +22,7 @@ struct LookupBench {
     static func main() {
         do {
             let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))
-            let valid = try run(options)
-            exit(valid ? 0 : 1)
+            exit(try run(options))
         } catch {
             let line = Array("imgd-lookup-bench: \(error)\n".utf8)
             _ = write(STDERR_FILENO, line, line.count)
@@ -31,8 +30,9 @@ struct LookupBench {
         }
     }
 
-    /// Runs the benchmark, prints its line, and says whether every reply was a hit.
-    static func run(_ options: BenchOptions) throws(LookupBenchError) -> Bool {
+    /// Runs the benchmark, prints its line, and returns the exit status: 0, 1 when a reply was
+    /// not a hit or a scrape failed, 4 when a lookup took longer than `--max-latency-ms`.
+    static func run(_ options: BenchOptions) throws(LookupBenchError) -> Int32 {
         let table = try RequestTable(urlsIn: options.urlFile)
         let control = RunControl()
         var quotas = [Int?](repeating: nil, count: options.clients)
@@ -51,12 +51,20 @@ struct LookupBench {
             ClientLoop(clients: clients.indices.filter { $0 % threads == thread }.map { clients[$0] })
         }
         for loop in loops { loop.start() }
+        var scraper: Scraper?
+        if options.scrapeRate > 0 {
+            let target = try options.scrapeURL.map { url throws(LookupBenchError) in try Scraper.Target(url: url) }
+                ?? .control(options.scrapeSocket ?? options.socket)
+            scraper = Scraper(target: target, rate: options.scrapeRate, control: control)
+        }
 
         sleep(seconds: options.warmUp)
         let clientCPUBefore = ProcessCPU.ownSeconds()
         let serverCPUBefore = options.serverPID.flatMap(ProcessCPU.seconds(ofProcess:))
         let start = monotonicNanoseconds()
         control.enter(.measuring)
+        // Scrapes only while measuring: every lookup timed has the scrapes beside it.
+        scraper?.start()
 
         var end: UInt64
         var clientCPUAfter: Double
@@ -69,8 +77,11 @@ struct LookupBench {
             clientCPUAfter = ProcessCPU.ownSeconds()
             serverCPUAfter = options.serverPID.flatMap(ProcessCPU.seconds(ofProcess:))
             for loop in loops { loop.join() }
+            scraper?.join()
         case .requests:
             for loop in loops { loop.join() }
+            control.enter(.stopping)
+            scraper?.join()
             // Until the last client counted its share (the drain of replies still owed is not timed).
             end = clients.map(\.tally.finishedAt).max() ?? start
             clientCPUAfter = ProcessCPU.ownSeconds()
@@ -101,11 +112,31 @@ struct LookupBench {
         if let before = serverCPUBefore, let after = serverCPUAfter {
             fields.append(("server_cpu_s", decimal(after - before, 3)))
         }
+        var scrapesFailed = false
+        if let scraper {
+            let scrapes = scraper.tally
+            scrapesFailed = scrapes.errors > 0
+            func scrapeMilliseconds(_ fraction: Double) -> String { decimal(Double(scrapes.latencies.percentile(fraction)) / 1e6, 3) }
+            fields += [
+                ("scrapes", "\(scrapes.scrapes)"), ("scrapes_per_s", decimal(seconds > 0 ? Double(scrapes.scrapes) / seconds : 0, 1)),
+                ("scrape_errors", "\(scrapes.errors)"), ("scrape_bytes", "\(scrapes.lastBytes)"),
+                ("scrape_p50_ms", scrapeMilliseconds(0.5)), ("scrape_p99_ms", scrapeMilliseconds(0.99)),
+                ("scrape_max_ms", decimal(Double(scrapes.latencies.maximum) / 1e6, 3)),
+            ]
+            if let firstError = scrapes.firstError { fields.append(("scrape_first_error", jsonString(firstError))) }
+        }
+        var tooSlow = false
+        if let limit = options.maxLatencyMilliseconds {
+            tooSlow = Double(total.latencies.maximum) / 1e6 > limit
+            fields.append(("max_latency_ms_limit", decimal(limit, 3)))
+            fields.append(("within_limit", tooSlow ? "false" : "true"))
+        }
         if let firstError = total.firstError {
             fields.append(("first_error", jsonString(firstError)))
         }
         print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
-        return valid
+        if !valid || scrapesFailed { return 1 }
+        return tooSlow ? 4 : 0
     }
 
     /// `value` with `places` decimals (no Foundation here for `String(format:)`).

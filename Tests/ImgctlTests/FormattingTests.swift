@@ -56,7 +56,7 @@ struct FormattingTests {
                 "coalesced": .int(11), "failures": .object(["http_404": .int(3), "dns": .int(1)]), "memory.hits": .int(50),
                 "disk.evicted": .int(4),
             ])
-        let text = PrometheusRenderer().render(stats)
+        let text = PrometheusExposition.render(counters: stats)
         // Every family the recorded reply yields, in sorted order, each with its own HELP text.
         let families = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
         #expect(families == families.sorted())
@@ -97,7 +97,7 @@ struct FormattingTests {
         members["failures"] = .object(["we\"ird": .int(2)])
         members["tier"] = .object(["deep": .int(2)])
         members["ratio"] = .double(0.5)
-        let text = PrometheusRenderer().render(.object(members))
+        let text = PrometheusExposition.render(counters: .object(members))
         #expect(
             text.contains(
                 """

@@ -378,6 +378,34 @@ struct HTTPFaceTests {
         try await server.shutdown()
     }
 
+    @Test("/metrics: the text of imgctl stats --prometheus, passing promtool, with the HTTP face's get latency counted by source")
+    func metrics() async throws {
+        let world = try await World.start()
+        let target = "/img/metered.png"
+        #expect(try await Self.fetch(world.pathForm(target), scratch: world.scratch).status == 200)  // network
+        #expect(try await Self.fetch(world.pathForm(target), scratch: world.scratch).status == 200)  // disk, then kept in memory
+        #expect(try await Self.fetch(world.pathForm(target), scratch: world.scratch).status == 200)  // memory
+        #expect(try await Self.fetch(world.pathForm("/status/404"), scratch: world.scratch).status == 502)  // error
+        let scraped = try await Self.fetch(world.base + "/metrics", scratch: world.scratch)
+        #expect(scraped.status == 200 && scraped.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let text = String(decoding: scraped.body, as: UTF8.self)
+        for source in ["network", "disk", "memory", "error"] {
+            let line = text.split(separator: "\n").first {
+                $0.hasPrefix("imgd_get_duration_seconds_count{") && $0.contains(#"face="http""#) && $0.contains(#"source="\#(source)""#)
+            }
+            #expect(line.map { $0.hasSuffix(" 1") } == true, "\(source): \(String(describing: line))")
+        }
+        let file = world.scratch.path + "/metrics.txt"
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        if FileManager.default.isExecutableFile(atPath: MetricsExpositionTests.promtool) {
+            let check = try await ChildProcess.run("/bin/sh", ["-c", "\(MetricsExpositionTests.promtool) check metrics < \(file)"])
+            #expect(check.status == 0 && check.stdout.isEmpty && check.stderr.isEmpty, "promtool: \(check.stdout)\(check.stderr)")
+        } else {
+            Issue.record("promtool is missing (Debian package prometheus): make test installs it")
+        }
+        try await world.finish()
+    }
+
     @Test("/healthz answers ok while the loops turn")
     func health() async throws {
         let world = try await World.start()

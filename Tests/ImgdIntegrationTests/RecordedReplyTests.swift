@@ -126,6 +126,7 @@ struct RecordedReplyTests {
         try await ask("purge-disk", #"{"cmd":"purge","tier":"disk"}"#)
         try await ask("fsck", #"{"cmd":"fsck"}"#)
         try await ask("stats", #"{"cmd":"stats"}"#)
+        try await ask("metrics", #"{"cmd":"metrics"}"#)
         try await ask("status", #"{"cmd":"status"}"#)
 
         for name in ["fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure"] {

@@ -7,9 +7,13 @@ struct StatsCommand: ImgctlSubcommand {
         commandName: "stats",
         abstract: "Show the daemon's counters since it started.",
         discussion: """
-            --prometheus prints them in Prometheus' text format: each counter as \
+            --prometheus prints the daemon's metrics (the metrics command) in Prometheus' text \
+            format, the same text as the HTTP face's /metrics: each counter as \
             imgd_<name>_total (nested names joined by _, e.g. imgd_memory_hits_total), failures \
-            as imgd_failures_total{code="..."}. For the node exporter's textfile collector: \
+            as imgd_failures_total{code="..."}, the gauges of status (imgd_stored_bytes{tier=...}, \
+            imgd_downloads_queued, ...), and the histograms imgd_get_duration_seconds{face,source} \
+            and imgd_transfer_duration_seconds{result}. An older daemon without metrics gives \
+            its counters only. For the node exporter's textfile collector: \
             imgctl stats --prometheus > imgd.prom.tmp && mv imgd.prom.tmp imgd.prom
             """)
 
@@ -26,13 +30,23 @@ struct StatsCommand: ImgctlSubcommand {
 
     func execute(in context: ImgctlContext) throws(ImgctlError) {
         let session = try ControlSession(connection, context: context)
-        let result = try session.call("stats")
-        if session.json { return }
         if prometheus {
-            context.standardOutput.write(PrometheusRenderer().render(result))
+            context.standardOutput.write(try Self.exposition(session))
             return
         }
+        let result = try session.call("stats")
+        if session.json { return }
         for line in Self.lines(result) { session.output(line) }
+    }
+
+    /// The `metrics` snapshot rendered; from an older daemon without `metrics`
+    /// (`unknown_command`), its `stats` counters alone.
+    static func exposition(_ session: ControlSession) throws(ImgctlError) -> String {
+        do {
+            return PrometheusExposition.render(try session.call("metrics"))
+        } catch .daemon(code: "unknown_command", _) {
+            return PrometheusExposition.render(counters: try session.call("stats"))
+        }
     }
 
     /// `key: value` lines, nested objects flattened with spaces (`memory hits: 12`); sizes
@@ -43,7 +57,7 @@ struct StatsCommand: ImgctlSubcommand {
         for key in members.keys.sorted() {
             let value = members[key]!
             let name = (path + [key]).joined(separator: " ").replacingUnderscores()
-            if PrometheusRenderer.labelledObjects[key] != nil, path.isEmpty, case .object(let counts) = value {
+            if PrometheusExposition.counterLabels[key] != nil, path.isEmpty, case .object(let counts) = value {
                 let parts = counts.keys.sorted().map { code in
                     "\(code) " + (counts[code]!.intValue.map(HumanFormat.count) ?? counts[code]!.jsonText)
                 }

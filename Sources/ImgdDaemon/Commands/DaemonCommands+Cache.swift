@@ -48,6 +48,7 @@ extension DaemonCommands {
             counters.gets += 1
             if hit.source == .disk { counters.diskHits += 1 }
         }
+        request.prepared.noteSource(DaemonHistograms.Source(hit.source))
         return TierAnswer(hit: hit, withData: need == .bytes)
     }
 

@@ -147,6 +147,8 @@ extension DaemonCommands {
         else {
             throw queueFull(limit, adding: 1, bytes: url.normalized.utf8.count)
         }
+        // Not a lookup: no latency recorded for it.
+        request.prepared.noteUnmeasured()
         return ["pending": true]
     }
 
@@ -167,7 +169,9 @@ extension DaemonCommands {
             found = services.tiers.lookup(image.key, needs: arguments.need)
         }
         guard let hit = found else { throw Self.goneAgain(image.url) }
-        return (hit, fetched.source == .network ? .network : hit.source)
+        let source = fetched.source == .network ? CacheSource.network : hit.source
+        request.prepared.noteSource(DaemonHistograms.Source(source))
+        return (hit, source)
     }
 
     /// A `get` counted as a miss of both tiers.

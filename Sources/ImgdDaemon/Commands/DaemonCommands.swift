@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data", "explain", "ready"]
+    static let features = ["subscribe", "pin", "data", "explain", "ready", "metrics"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
@@ -40,6 +40,7 @@ struct DaemonCommands {
         case "retry": try await retry()
         case "refresh": try await refresh()
         case "stats": stats()
+        case "metrics": services.metricsSnapshot()
         case "fsck": try await fsck()
         case "reload": try await reload()
         case "explain": try await explain()

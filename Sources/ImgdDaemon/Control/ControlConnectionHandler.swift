@@ -265,9 +265,12 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     private func run(_ request: ControlRequest) {
         guard let context else { return }
         let handler = settings.handler
+        // A get's latency, from here to its reply handed to the channel (one clock read each end).
+        let started = request.command == "get" ? NIODeadline.now() : nil
         if let reply = handler.replyAtOnce(request) {
             waitingRequests -= 1
             write(reply, isEvent: false)
+            if let started { recordGet(request, since: started) }
             return
         }
         let promise = context.eventLoop.makePromise(of: ByteBuffer.self)
@@ -278,6 +281,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         promise.futureResult.assumeIsolated().whenComplete { [self] outcome in
             running = nil
             waitingRequests -= 1
+            if let started { recordGet(request, since: started) }
             guard state != .closed else { return }
             let line: ByteBuffer
             switch outcome {
@@ -290,6 +294,13 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
             drain()
             endOutputBatch()
         }
+    }
+
+    /// Counts a `get` answered now in the latency histogram, by the source its handler noted.
+    private func recordGet(_ request: ControlRequest, since started: NIODeadline) {
+        guard let source = request.prepared.answerSource else { return }
+        let elapsed = NIODeadline.now().uptimeNanoseconds &- started.uptimeNanoseconds
+        settings.histograms.recordGet(face: .control, source: source, nanoseconds: elapsed)
     }
 
     /// Nothing is running or waiting: close if the client or the server is done, else wait

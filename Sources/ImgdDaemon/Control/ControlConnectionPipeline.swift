@@ -23,7 +23,8 @@ public enum ControlConnectionPipeline {
         events: EventHub, peer: ControlPeer, logger: Logger
     ) throws {
         let settings = ControlConnectionSettings(
-            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics())
+            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics(),
+            histograms: DaemonHistograms())
         try addHandlers(to: pipeline, settings: settings, peer: peer)
     }
 }

@@ -7,6 +7,8 @@ struct ControlConnectionSettings: Sendable {
     let events: EventHub
     let logger: Logger
     let metrics: ControlMetrics
+    /// `get` latency, recorded under the `control` face by each connection.
+    let histograms: DaemonHistograms
 }
 
 /// Sent through each connection's pipeline when the server stops.

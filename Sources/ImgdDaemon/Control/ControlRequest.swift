@@ -48,6 +48,10 @@ public final class PreparedArguments: Sendable {
 
     // Set at most once (the first value stays), with release and acquire ordering.
     private let box = AtomicLazyReference<Box>()
+    /// Where a `get`'s answer came from (``DaemonHistograms/Source``'s raw value), for its
+    /// latency: 0 until noted (a failure), ``unmeasured`` for an answer that is no lookup.
+    private let source = Atomic<UInt8>(0)
+    private static let unmeasured: UInt8 = 0xFF
 
     public init() {}
 
@@ -59,5 +63,24 @@ public final class PreparedArguments: Sendable {
     /// Keeps `value` unless one is kept already.
     public func keep(_ value: some Sendable) {
         _ = box.storeIfNil(Box(value))
+    }
+
+    /// Notes where the answer came from (memory, disk or network), for the `get` latency
+    /// histogram. Relaxed: read after the reply's promise completed, which orders it.
+    public func noteSource(_ source: DaemonHistograms.Source) {
+        self.source.store(source.rawValue, ordering: .relaxed)
+    }
+
+    /// Notes that the answer is no lookup (`get` with `wait: false` answering `pending`): the
+    /// latency histogram leaves it out.
+    public func noteUnmeasured() {
+        source.store(Self.unmeasured, ordering: .relaxed)
+    }
+
+    /// The source noted; `.error` when none was (the request failed); nil when unmeasured.
+    public var answerSource: DaemonHistograms.Source? {
+        let raw = source.load(ordering: .relaxed)
+        if raw == Self.unmeasured { return nil }
+        return DaemonHistograms.Source(rawValue: raw) ?? .error
     }
 }

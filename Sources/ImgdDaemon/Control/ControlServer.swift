@@ -36,7 +36,7 @@ public actor ControlServer {
     private let group: any EventLoopGroup
     private var state = State.idle
 
-    /// A server for `address`. `log` gets one line per connection refused as busy, per client
+    /// A server for `address`; each `get`'s latency goes to `histograms` (face `control`). `log` gets one line per connection refused as busy, per client
     /// disconnected for not reading, and per line too long, each naming the peer. Connections
     /// run on `group` (NIO's shared singleton by default).
     public init(
@@ -45,12 +45,14 @@ public actor ControlServer {
         handler: any ControlCommandHandler,
         events: EventHub,
         logger: Logger,
+        histograms: DaemonHistograms = DaemonHistograms(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.address = address
         self.limits = limits
         self.settings = ControlConnectionSettings(
-            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics())
+            limits: limits, handler: handler, events: events, logger: logger, metrics: ControlMetrics(),
+            histograms: histograms)
         self.registry = ControlConnectionRegistry(limits: limits)
         self.group = group
     }

@@ -25,8 +25,13 @@ final class HTTPFaceBackend: Sendable {
         return DaemonCommands(services: services, request: ControlRequest(command: "get", arguments: arguments, peer: peer))
     }
 
-    /// A `get` over HTTP answered by `source` (nil: an error), for the latency histograms.
-    func recordGet(source: CacheSource?, since started: NIODeadline) {}
+    /// A `get` over HTTP answered by `source` (nil: an error), for the latency histograms
+    /// (`metrics`' `get_duration_seconds{face="http"}`).
+    func recordGet(source: CacheSource?, since started: NIODeadline) {
+        guard let services = services.withLock({ $0 }) else { return }
+        let elapsed = max(0, (NIODeadline.now() - started).nanoseconds)
+        services.histograms.recordGet(face: .http, source: source.map(DaemonHistograms.Source.init) ?? .error, nanoseconds: UInt64(elapsed))
+    }
 
     /// `/metrics`, `/healthz` and `/readyz`.
     func answer(_ route: HTTPFaceRoute) async -> HTTPFaceResponse {
@@ -38,8 +43,11 @@ final class HTTPFaceBackend: Sendable {
             // What status.ready says: 200 once the ready lists are cached (latched), else 503.
             let readiness = services.readiness.snapshot()
             return .json(readiness.json, status: readiness.ready ? .ok : .serviceUnavailable)
-        case .metrics, .image:
-            return .error(.notFound("not available yet"))
+        case .metrics:
+            // The text of `imgctl stats --prometheus`: one renderer over the `metrics` snapshot.
+            return .text(services.metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        case .image:
+            return .error(.notFound("an image is not answered here"))
         }
     }
 }

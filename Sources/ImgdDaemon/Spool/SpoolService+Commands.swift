@@ -196,6 +196,12 @@ extension SpoolService {
         )
     }
 
+    /// Lists being warmed and claimed lists waiting for their turn: ``progress``'s two counts
+    /// without its read of the state database (for `metrics`, which may be asked often).
+    public nonisolated var turnCounts: (warmed: Int, waiting: Int) {
+        turns.withLock { ($0.warmed, $0.waiting.count) }
+    }
+
     /// Returns once the spool's queue has run everything enqueued before (the watchdog's probe).
     public func respond() {}
 }

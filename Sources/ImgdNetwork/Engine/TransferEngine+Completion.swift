@@ -27,6 +27,7 @@ extension TransferEngine {
         }
         // The handle goes with the transfer once `conclude` has read what it needs from it.
         let arrival = conclude(transfer, result: result)
+        transferDurations.record(ContinuousClock.now - transfer.startedAt, succeeded: arrival.isSuccess)
         switch arrival {
         case .success(let body):
             // The slot is free now; the disk work happens on the publisher while the loop goes on.
@@ -53,6 +54,7 @@ extension TransferEngine {
         publishingKeys.insert(job.key)
         publisher.revalidated(
             url: job.url, key: job.key, jobSerial: job.serial, response: response, etag: etag, lastModified: lastModified)
+        transferDurations.record(ContinuousClock.now - transfer.startedAt, succeeded: true)
     }
 
     /// Ends an attempt: success finishes the job; a transient failure schedules another attempt

@@ -102,6 +102,9 @@ final class TransferEngine: @unchecked Sendable {
     private let inbox = Locked(Inbox())
     private let waker: CurlWaker
     let statistics = Locked(DownloaderStatistics())
+    /// How long transfers took, by outcome: recorded on the engine's thread when a transfer
+    /// completes (``complete(easy:result:)``), read by `metrics` on any thread (atomics).
+    let transferDurations = TransferDurations()
     /// Set once the loop has stopped and released libcurl.
     private let stopped = Promise<Void>()
 
