@@ -17,7 +17,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter prometheus systemd-container debootstrap
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
+.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-http bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
 
 # Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
 # every start (exit 101) is in place for the install, unless the machine has one of its own.
@@ -121,6 +121,11 @@ bench-abuse: deps
 SCRAPE_ARGS ?=
 bench-scrape: deps
 	bench/scrape-bench.sh $(SCRAPE_ARGS)
+
+# The HTTP face against its control socket and nginx serving the same files, keep-alive, with wrk
+# (needs root: apt-get for wrk and nginx). HTTP_BENCH_ARGS=--quick for a smoke run.
+bench-http: deps
+	bench/http-bench.sh $(HTTP_BENCH_ARGS)
 
 # Issue 28's guard against going back (needs root: nginx, a loop mount): the working tree against
 # REF (a commit), both built in release (REF once, cached by commit under bench/work/compare),

@@ -145,7 +145,7 @@ by = {}
 for system, run, rps in rows:
     by.setdefault(system, []).append(float(rps))
 control = statistics.median(by.get("imgd-control", [0])) or 1
-print(f"{urls} cached images (about 5 KB PNGs, memory hits), asked round robin on {conns} keep-alive connections / clients, "
+print(f"{urls} cached images (gen_corpus.py's small PNGs, memory hits once each was asked), asked round robin on {conns} keep-alive connections / clients, "
       f"{runs} interleaved runs of {seconds} s; medians (each run's figure in brackets).\n")
 print("| system | requests/s | ÷ control socket |")
 print("|---|---|---|")

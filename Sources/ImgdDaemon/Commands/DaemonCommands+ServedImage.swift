@@ -28,8 +28,9 @@ extension DaemonCommands {
     /// `get`'s memory-tier answer for the HTTP face, on the event loop: counted as a get and a
     /// hit; nil, and nothing counted, on a miss.
     func memoryImage() throws(ControlError) -> ServedImage? {
-        guard let answer = try cachedHit(tier: .memory), let bytes = answer.hit.bytes else { return nil }
-        return served(answer.hit.entry.entry, .memory(bytes), source: .memory, request: try getArguments().image)
+        let arguments = try getArguments()
+        guard let answer = try cachedHit(tier: .memory, arguments: arguments), let bytes = answer.hit.bytes else { return nil }
+        return served(answer.hit.entry.entry, .memory(bytes), source: .memory, request: arguments.image)
     }
 
     /// `get`'s answer past the memory tier for the HTTP face: the entry's file opened and

@@ -24,6 +24,10 @@ enum HTTPFaceBrowserRule {
 
     /// Whether a `Host` value names a loopback address or `localhost`, with or without a port.
     static func isLocal(host value: String) -> Bool {
+        // What nearly every local client sends, recognised without parsing.
+        if value == "127.0.0.1" || value == "localhost" || value.hasPrefix("127.0.0.1:") && value.utf8.dropFirst(10).allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return true
+        }
         var host = Substring(value.trimmingSpaces)
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return false }

@@ -37,9 +37,11 @@ enum HTTPFaceRoute: Sendable, Equatable {
         case "/healthz": return .success(.healthz)
         case "/readyz": return .success(.readyz)
         default:
-            for scheme in ["http", "https"] where path.hasPrefix("/\(scheme)/") {
-                let rest = target.dropFirst(scheme.utf8.count + 2)
-                return ImageQuery.pathForm(scheme: scheme, rest: rest, headers: head.headers).map(HTTPFaceRoute.image)
+            if path.hasPrefix("/http/") {
+                return ImageQuery.pathForm(scheme: "http", rest: target.dropFirst(6), headers: head.headers).map(HTTPFaceRoute.image)
+            }
+            if path.hasPrefix("/https/") {
+                return ImageQuery.pathForm(scheme: "https", rest: target.dropFirst(7), headers: head.headers).map(HTTPFaceRoute.image)
             }
             return .failure(.notFound("no such resource: \(Self.quoted(String(path))) (try /image?url=…, /https/HOST/PATH, /metrics, /healthz, /readyz)"))
         }
