@@ -5,7 +5,7 @@
 # Writes its section of bench/RESULTS.md. See bench/README.md, "Scrape benchmark".
 #
 #   bench/scrape-bench.sh [--runs R] [--seconds S] [--scrape-rate N] [--max-latency-ms MS]
-#                         [--clients C] [--lookup-urls N] [--warm-urls N] [--scrape-url URL]
+#                         [--clients C] [--lookup-urls N] [--warm-urls N] [--scrape-url URL | --http]
 #                         [--no-control] [--no-loop] [--no-results]
 #
 # Environment: IMGD=/path/to/imgd and LOOKUP_BENCH=/path/to/imgd-lookup-bench (otherwise both
@@ -27,6 +27,7 @@ CLIENTS=4
 LOOKUP_URLS=1000
 WARM_URLS=20000
 SCRAPE_URL=""
+HTTP_FACE=0
 WRITE_RESULTS=1
 CONTROL=1
 USE_LOOP=1
@@ -55,6 +56,8 @@ Options:
   --warm-urls N       images of each run's warming list (default 20000)
   --scrape-url URL    scrape GET URL (the HTTP face's http://127.0.0.1:PORT/metrics) instead of
                       the control socket's metrics command
+  --http              start imgd with its HTTP face on a free loopback port and scrape its
+                      /metrics (what a Prometheus server does)
   --no-control        no control runs: by default each run is followed by the same run without
                       the scraper (its own warming list), so the table shows what the scrapes add
   --no-loop           the daemon's folders on / rather than on a journaled ext4 image on a loop
@@ -75,6 +78,7 @@ parse_args() {
             --lookup-urls) LOOKUP_URLS=$2; shift ;;
             --warm-urls) WARM_URLS=$2; shift ;;
             --scrape-url) SCRAPE_URL=$2; shift ;;
+            --http) HTTP_FACE=1 ;;
             --no-results) WRITE_RESULTS=0 ;;
             --no-control) CONTROL=0 ;;
             --no-loop) USE_LOOP=0 ;;
@@ -116,8 +120,15 @@ serve_images() {
 start_imgd() {
     setup_data_area $(( (LOOKUP_URLS + (CONTROL + 1) * RUNS * WARM_URLS) * 48 / 1024 + 512 ))
     SOCKET=$DATA/imgd.sock
+    local http=()
+    if [[ $HTTP_FACE -eq 1 ]]; then
+        local port
+        port=$(free_port)
+        http=(--http-listen "127.0.0.1:$port")
+        SCRAPE_URL="http://127.0.0.1:$port/metrics"
+    fi
     "$IMGD_BIN" --spool "$DATA/spool" --cache "$DATA/cache" --state "$DATA/state" --socket "$SOCKET" \
-        --max-connections-per-peer 64 >"$WORK/logs/imgd.log" 2>&1 </dev/null &
+        --max-connections-per-peer 64 "${http[@]}" >"$WORK/logs/imgd.log" 2>&1 </dev/null &
     IMGD_PID=$!
     for _ in $(seq 300); do
         grep -q 'imgd: ready' "$WORK/logs/imgd.log" && break

@@ -146,4 +146,13 @@ struct StatsPrometheusCommandTests {
         #expect(server.received.map(\.command) == ["metrics"])
         #expect(run.stderr.text.contains("internal"), "\(run.stderr.text)")
     }
+
+    @Test("escaping works on scalars: a CRLF in a label value or help text has its newline escaped; names need no change to be kept")
+    func escapingScalars() {
+        #expect(PrometheusExposition.escapeLabel("a\r\nb\"c\\") == "a\r\\nb\\\"c\\\\")
+        #expect(PrometheusExposition.escapeHelp("x\r\ny") == "x\r\\ny")
+        #expect(PrometheusExposition.escapeLabel("plain") == "plain")
+        #expect(PrometheusExposition.sanitize("get_duration") == "get_duration")
+        #expect(PrometheusExposition.sanitize("é-x.y") == "__x_y")
+    }
 }

@@ -226,13 +226,14 @@ public enum PrometheusExposition {
 
     // MARK: Text
 
-    /// A name part that Prometheus accepts: `[a-zA-Z0-9_]`, anything else becomes `_`.
+    /// A name part that Prometheus accepts: `[a-zA-Z0-9_]`, anything else becomes `_`. (Byte by
+    /// byte, and the part itself when it needs nothing: a scrape sanitizes every name it writes.)
     public static func sanitize(_ part: String) -> String {
-        String(
-            part.unicodeScalars.map { scalar in
-                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_")
-                    ? Character(scalar) : "_"
-            })
+        func allowed(_ byte: UInt8) -> Bool {
+            (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x5f
+        }
+        if part.utf8.allSatisfy(allowed) { return part }
+        return String(part.unicodeScalars.map { scalar in scalar.isASCII && allowed(UInt8(scalar.value)) ? Character(scalar) : "_" })
     }
 
     /// A sample value: integers as written, fractions in Swift's shortest round-trip form.
@@ -258,18 +259,29 @@ public enum PrometheusExposition {
 
     /// Label values escape backslash, double quote and newline.
     public static func escapeLabel(_ text: String) -> String {
-        text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"").replacingAll("\n", with: "\\n")
+        escaping(text, quotes: true)
     }
 
     /// HELP texts escape backslash and newline.
     public static func escapeHelp(_ text: String) -> String {
-        text.replacingAll("\\", with: "\\\\").replacingAll("\n", with: "\\n")
+        escaping(text, quotes: false)
     }
-}
 
-extension String {
-    /// Every occurrence of `target` replaced (without Foundation).
-    fileprivate func replacingAll(_ target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    /// `text` with `\`, a newline and (with `quotes`) `"` escaped; the text itself when it has
+    /// none of them (nearly always: a scrape escapes every label and help text it writes).
+    private static func escaping(_ text: String, quotes: Bool) -> String {
+        let needs = text.utf8.contains { $0 == 0x5c || $0 == 0x0a || (quotes && $0 == 0x22) }
+        guard needs else { return text }
+        // By scalar, not by Character: "\r\n" is one Character, and its "\n" must be escaped.
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case "\"" where quotes: out.append(contentsOf: "\\\"".unicodeScalars)
+            default: out.append(scalar)
+            }
+        }
+        return String(out)
     }
 }
