@@ -234,4 +234,71 @@ struct DescriptorPassingTests {
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }
     }
+
+    @Test("refresh replacing entries while another client takes descriptors: every descriptor hashes to its own reply's SHA-256")
+    func refreshRace() async throws {
+        try await withRunningServer { server in
+            let scratch = try ScratchFolder()
+            defer { scratch.remove() }
+            let daemon = try await Self.start(scratch, arguments: ["--refresh", "1d"])
+            defer { daemon.killIfRunning() }
+            // Each changes from its second request on: its first revalidation replaces the entry.
+            let urls = (0..<20).map { server.url("/fresh/race-\($0).png?cc=no-cache&changes_at=2&w=32&h=32") }
+            for url in urls { _ = try await daemon.result(#"{"cmd":"get","url":"\#(url)"}"#) }
+            let socket = daemon.socket
+            let done = UncheckedBox(Atomicity())
+            let reader = Task {
+                try await onOwnThread {
+                    Result { () throws(ImgdClientError) -> (checked: Int, bad: [String], digests: Set<String>) in
+                        let connection = try ImgdConnection(connectingTo: socket)
+                        defer { connection.close() }
+                        var checked = 0, bad: [String] = [], digests = Set<String>()
+                        // Passes until one whole pass started after the refresh ended.
+                        var last = false
+                        while !last {
+                            last = done.value.isSet && checked >= 200
+                            for url in urls {
+                                let image = try connection.get(url, options: GetOptions(descriptor: true))
+                                guard let file = image.file else { bad.append("no descriptor for \(url)"); continue }
+                                let read = Self.contents(of: file.rawValue)
+                                if read.count != image.bytes || SHA256Digest(of: read).hex != image.sha256 { bad.append(url) }
+                                digests.insert(image.sha256)
+                                checked += 1
+                                done.value.count()
+                            }
+                        }
+                        return (checked, bad, digests)
+                    }
+                }.get()
+            }
+            // The reader has seen the old bodies before the refresh starts.
+            let reading = await eventually(timeout: .seconds(30)) { done.value.counted >= 40 }
+            try #require(reading)
+            let refreshed = try await daemon.result(#"{"cmd":"refresh","urls":\#(Self.jsonArray(urls))}"#)
+            // The entries are replaced by the revalidations the reader's own gets start (no-cache:
+            // due at once) or by this refresh, whichever comes first: both race the reader.
+            #expect(refreshed["failed"] as? Int == 0, "\(refreshed)")
+            done.value.set()
+            let outcome = try await reader.value
+            #expect(outcome.bad.isEmpty, "descriptors not matching their reply: \(outcome.bad)")
+            #expect(outcome.digests.count == 2 * urls.count, "the reader saw the old and the new body of each")
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        }
+    }
+
+    static func jsonArray(_ strings: [String]) -> String {
+        "[" + strings.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]"
+    }
+}
+
+/// A flag set once and a count, shared with the reader's thread.
+final class Atomicity: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    private var done = 0
+    var isSet: Bool { lock.withLock { flag } }
+    func set() { lock.withLock { flag = true } }
+    /// Descriptors checked so far.
+    var counted: Int { lock.withLock { done } }
+    func count() { lock.withLock { done += 1 } }
 }
