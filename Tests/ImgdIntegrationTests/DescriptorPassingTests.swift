@@ -183,7 +183,7 @@ struct DescriptorPassingTests {
         }.count
     }
 
-    @Test("ImgdAsyncClient: 100 concurrent gets over 4 connections each get their image's descriptor; cancelled calls leak no descriptor")
+    @Test("ImgdAsyncClient: 100 concurrent gets over 4 connections each get their image's descriptor; cancelled calls leak no descriptor; events as an AsyncStream")
     func asyncClient() async throws {
         try await withRunningServer { server in
             let scratch = try ScratchFolder()
@@ -225,11 +225,22 @@ struct DescriptorPassingTests {
                     #expect(error == .cancelled)
                 }
             }
+            // Events on a connection of their own, as an AsyncStream.
+            let events = try await client.events(["fetched"])
             server.openGate("slow")
             // The calls still run on their connections; their descriptors are closed there.
             for route in routes { _ = try await client.get(server.url(route), options: GetOptions(descriptor: true)) }
             let closed = await eventually(timeout: .seconds(30)) { Self.descriptors(under: cache) == 0 }
             #expect(closed, "\(Self.descriptors(under: cache)) descriptors into the cache still open")
+            // A fetch after the subscription was confirmed: its event is in the stream.
+            let fresh = server.url("/img/after-subscribe.png")
+            _ = try await client.get(fresh)
+            var seen = false
+            for await event in events where event.data["url"]?.stringValue == fresh {
+                seen = true
+                break
+            }
+            #expect(seen)
             client.close()
             #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
         }

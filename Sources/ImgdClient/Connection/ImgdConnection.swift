@@ -70,6 +70,10 @@ public final class ImgdConnection {
         close()
     }
 
+    /// The socket's descriptor (-1 once closed), for the async layer's subscription, which shuts
+    /// it down to end a blocked read.
+    var descriptor: Int32 { fileDescriptor }
+
     /// Closes the connection (again is harmless).
     public func close() {
         if fileDescriptor >= 0 {
