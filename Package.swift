@@ -24,6 +24,9 @@ let package = Package(
     products: [
         .executable(name: "imgd", targets: ["imgd"]),
         .executable(name: "imgctl", targets: ["imgctl"]),
+        /// imgd's client library: connect, get (with a verified descriptor), add, subscribe;
+        /// blocking (`ImgdConnection`) and async/await (`ImgdAsyncClient`).
+        .library(name: "ImgdClient", targets: ["ImgdClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -56,6 +59,9 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
         /// Typed, non-variadic wrappers for libcurl's variadic calls (Swift cannot call C varargs).
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        /// Descriptors passed over a Unix socket (SCM_RIGHTS; the CMSG macros do not import):
+        /// the daemon's `get` with `"fd": true` and the client's receiving end. libc only.
+        .target(name: "CDescriptorPassing"),
 
         // MARK: Layers.
         /// What `imgctl` shares with the daemon and nothing more: sizes and durations, text
@@ -105,6 +111,7 @@ let package = Package(
             name: "ImgdDaemon",
             dependencies: [
                 "ImgdCore", "ImgdProtocol", "ImgdTOML", "ImgdStore", "ImgdMemoryPressure", "ImgdNetwork", "CSystemd",
+                "CDescriptorPassing",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -125,11 +132,19 @@ let package = Package(
         .executableTarget(
             name: "imgd", dependencies: ["ImgdCLI"],
             swiftSettings: swiftSettings, linkerSettings: releaseLinkerSettings),
+        /// imgd's client library (the product ImgdClient): one blocking connection, and an
+        /// async/await client whose connections each run on a thread of their own. No
+        /// Foundation, no NIOPosix, no libcurl: imgctl links it and starts no concurrency
+        /// runtime unless the async layer is used. Its API exposes ImgdProtocol's `JSONValue`,
+        /// so ImgdProtocol is part of the promise too.
+        .target(
+            name: "ImgdClient", dependencies: ["ImgdBase", "ImgdProtocol", "CDescriptorPassing"],
+            swiftSettings: swiftSettings),
         /// The control socket's command-line client, kept out of the executable so it reads as a library.
         .target(
             name: "ImgctlCLI",
             dependencies: [
-                "ImgdBase", "ImgdProtocol", "COpenSSL",
+                "ImgdBase", "ImgdProtocol", "ImgdClient", "COpenSSL", "CDescriptorPassing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -231,11 +246,11 @@ let package = Package(
         /// Fixtures/: replies recorded from the real daemon (ImgdIntegrationTests checks they
         /// still match it), read by path.
         .testTarget(
-            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
+            name: "ImgctlTests", dependencies: ["ImgctlCLI", "ImgdClient", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ImgdIntegrationTests",
-            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"],
+            dependencies: ["imgd", "imgctl", "ImgctlCLI", "ImgdClient", "ImgdCore", "ImgdProtocol", "ImgdTestSupport"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -28,7 +28,7 @@ struct GetCommandTests {
         }
     }
 
-    @Test("-o FILE writes exactly the decoded bytes, by temp file and rename, and asks for data")
+    @Test("-o FILE writes exactly the decoded bytes, by temp file and rename, and asks for a descriptor and data (an imgd without the fd feature sends the data)")
     func writesFile() throws {
         let server = try Self.dataServer()
         defer { server.stop() }
@@ -42,7 +42,7 @@ struct GetCommandTests {
         #expect(run.stdout.text.isEmpty)
         #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: target))) == Self.image)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["out.png"])  // no temp file left
-        #expect(server.received.map(\.raw) == [#"{"cmd":"get","data":true,"id":1,"url":"http://a.test/x.png"}"#])
+        #expect(server.received.map(\.raw) == [#"{"cmd":"get","data":true,"fd":true,"id":1,"url":"http://a.test/x.png"}"#])
     }
 
     @Test("-o - writes the bytes to stdout; --json with -o FILE prints the reply without its data")

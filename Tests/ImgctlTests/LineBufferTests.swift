@@ -1,7 +1,7 @@
 import ImgdTestSupport
 import Testing
 
-@testable import ImgctlCLI
+@testable import ImgdClient
 
 @Suite("Line buffer", .offThePool)
 struct LineBufferTests {

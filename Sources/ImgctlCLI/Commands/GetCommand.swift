@@ -16,8 +16,11 @@ struct GetCommand: ImgctlSubcommand {
             Waits for the download when the image is not cached. With --no-fetch, a miss is the \
             error not_found (exit status 1). With -o FILE the bytes are written to FILE \
             atomically (a temporary file beside it, then a rename) after their size and SHA-256 \
-            are checked against the reply; -o - writes them to stdout. With --json and -o, the \
-            reply line is printed without its "data" field.
+            are checked against the reply; -o - writes them to stdout. The bytes come through a \
+            read-only descriptor imgd passes with the reply (so a user who may use the socket \
+            but not read the cache folder gets them too), or, from an imgd without the "fd" \
+            feature, in the reply itself. With --json and -o, the reply line is printed without \
+            its "data" field.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -54,8 +57,22 @@ struct GetCommand: ImgctlSubcommand {
             session.output(path)
             return
         }
+        // The file through a descriptor: no copy of the bytes in the daemon or in this
+        // process, and no need to read the cache folder. An imgd with the fd feature passes one
+        // and ignores `data`; one without ignores `fd` and sends the bytes: one request for both.
+        arguments["fd"] = .bool(true)
         arguments["data"] = .bool(true)
-        let reply = try session.reply("get", arguments, echo: false)
+        var reply = try session.reply("get", arguments, echo: false)
+        if let descriptor = reply.descriptor {
+            if session.json { session.output(reply.raw) }
+            try Self.write(descriptor.rawValue, result: reply.result, to: output, context: context)
+            return
+        }
+        if reply.result["data"] == nil {
+            // Passed, but this process had no descriptor free to take it: the bytes, then.
+            arguments["fd"] = nil
+            reply = try session.reply("get", arguments, echo: false)
+        }
         let bytes = try Self.decodedData(reply.result)
         if session.json, case .object(var line) = (try? JSONValue(parsing: Array(reply.raw.utf8))),
             case .object(var result) = line["result"]
@@ -90,9 +107,34 @@ struct GetCommand: ImgctlSubcommand {
         return bytes
     }
 
+    /// Writes the file `descriptor` reads, checked against `result`, to `output` (a path, or
+    /// `-` for stdout).
+    static func write(_ descriptor: Int32, result: JSONValue, to output: String, context: ImgctlContext) throws(ImgctlError) {
+        try DescriptorCopy.verified(descriptor, result: result) { (bytes) throws(ImgctlError) in
+            if output == "-" {
+                context.standardOutput.write(Array(bytes))
+                return
+            }
+            try writeAtomically(to: output) { target in DescriptorCopy.copy(descriptor, size: bytes.count, into: target) }
+        }
+    }
+
     /// Writes `bytes` to a temporary file beside `path`, flushes it, and renames it over
     /// `path`: a reader of `path` sees the old file or the whole new one, never a part.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(ImgctlError) {
+        try writeAtomically(to: path) { descriptor in
+            do throws(WriteError) {
+                try writeAll(descriptor, bytes)
+                return 0
+            } catch {
+                return error.errno
+            }
+        }
+    }
+
+    /// Has `fill` write a temporary file beside `path` (returning 0, or the errno that stopped
+    /// it), flushes it, and renames it over `path`.
+    static func writeAtomically(to path: String, fill: (Int32) -> Int32) throws(ImgctlError) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -101,12 +143,7 @@ struct GetCommand: ImgctlSubcommand {
         guard descriptor >= 0 else {
             throw .local("cannot write \(path): \(ControlClient.describe(errno))")
         }
-        var failure: Int32 = 0
-        do throws(WriteError) {
-            try writeAll(descriptor, bytes)
-        } catch {
-            failure = error.errno
-        }
+        var failure = fill(descriptor)
         if failure == 0, fsync(descriptor) != 0 { failure = errno }
         close(descriptor)
         if failure == 0, rename(temporary, path) != 0 { failure = errno }

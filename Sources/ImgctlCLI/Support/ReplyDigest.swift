@@ -7,11 +7,14 @@ import COpenSSL
 enum ReplyDigest {
     /// The digest of `bytes`, as 64 lower-case hex digits.
     static func hex(of bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { hex(of: $0) }
+    }
+
+    /// The digest of the bytes at `input` (a file mapped in, say), as 64 lower-case hex digits.
+    static func hex(of input: UnsafeRawBufferPointer) -> String {
         var digest = [UInt8](repeating: 0, count: 32)
-        bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                imgd_sha256_direct(input.baseAddress, input.count, output.baseAddress)
-            }
+        digest.withUnsafeMutableBufferPointer { output in
+            imgd_sha256_direct(input.baseAddress, input.count, output.baseAddress)
         }
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()

@@ -42,6 +42,17 @@ final class DaemonCommandHandler: ControlCommandHandler {
         }
     }
 
+    func handlePassingDescriptor(_ request: ControlRequest) async -> (Result<JSONValue, ControlError>, PassedDescriptor?) {
+        guard let services = services.withLock({ $0 }) else { return (.failure(.shuttingDown), nil) }
+        let commands = DaemonCommands(services: services, request: request)
+        do {
+            let (result, descriptor) = try await commands.getPassingDescriptor()
+            return (.success(result), descriptor)
+        } catch {
+            return (.failure(error), nil)
+        }
+    }
+
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError> {
         guard let services = services.withLock({ $0 }) else { return .failure(.shuttingDown) }
         let commands = DaemonCommands(services: services, request: request)

@@ -126,13 +126,18 @@ extension DaemonCommands {
 
 
     static func json(_ hit: CacheHit, source: CacheSource, data: Bool) -> JSONValue {
-        let entry = hit.entry.entry
-        var result: [String: JSONValue] = [
-            "path": .string(hit.entry.path), "bytes": JSONValue(entry.bytes), "sha256": .string(entry.sha256.hex),
+        var result = members(hit.entry, source: source)
+        if data, let bytes = hit.bytes { result["data"] = .string(Base64.encode(bytes)) }
+        return .object(result)
+    }
+
+    /// A `get` result's members for `recorded`, without `data`.
+    static func members(_ recorded: CachedEntry, source: CacheSource) -> [String: JSONValue] {
+        let entry = recorded.entry
+        return [
+            "path": .string(recorded.path), "bytes": JSONValue(entry.bytes), "sha256": .string(entry.sha256.hex),
             "format": .string(entry.format.rawValue), "width": entry.width.map { JSONValue($0) } ?? .null,
             "height": entry.height.map { JSONValue($0) } ?? .null, "source": .string(source.rawValue),
         ]
-        if data, let bytes = hit.bytes { result["data"] = .string(Base64.encode(bytes)) }
-        return .object(result)
     }
 }

@@ -62,8 +62,9 @@ extension DaemonCommands {
     }
 
     /// The entry's file and row for `image` when both agree and have the digest it asks for;
-    /// a key being published is asked again once the publisher has settled.
-    private func openVerified(_ image: ImageRequest) async -> (file: OpenedEntryFile, entry: CachedEntry)? {
+    /// a key being published is asked again once the publisher has settled. The caller owns the
+    /// descriptor.
+    func openVerified(_ image: ImageRequest) async -> (file: OpenedEntryFile, entry: CachedEntry)? {
         for _ in 0..<3 {
             switch services.disk.openVerified(image.key) {
             case .opened(let file, let found):

@@ -24,11 +24,21 @@ public protocol ControlCommandHandler: Sendable {
     /// handler may encode a frequent answer straight into the line, skipping the `JSONValue`,
     /// as long as the bytes are those ``answerAtOnce(_:)``'s value would give.
     func replyAtOnce(_ request: ControlRequest) -> ByteBuffer?
+
+    /// The reply to a request that asks for a descriptor (``ControlRequest/wantsDescriptor``),
+    /// and the descriptor the server passes with it (nil: none, for an error). The server
+    /// asks this instead of ``replyAtOnce(_:)`` and ``handle(_:)`` for such a request.
+    func handlePassingDescriptor(_ request: ControlRequest) async -> (Result<JSONValue, ControlError>, PassedDescriptor?)
 }
 
 extension ControlCommandHandler {
     /// Nothing is answered at once: every request goes to ``handle(_:)``.
     public func answerAtOnce(_ request: ControlRequest) -> Result<JSONValue, ControlError>? { nil }
+
+    /// No descriptors: ``handle(_:)``'s reply alone.
+    public func handlePassingDescriptor(_ request: ControlRequest) async -> (Result<JSONValue, ControlError>, PassedDescriptor?) {
+        (await handle(request), nil)
+    }
 
     /// ``answerAtOnce(_:)``'s value, encoded.
     public func replyAtOnce(_ request: ControlRequest) -> ByteBuffer? {

@@ -57,7 +57,9 @@ extension ControlConnectionHandler {
         if droppedEvents > 0 { sendDropNoticeIfReady() }
         // Dropped, not queued, past the count or the bytes: a subscriber that stops reading
         // loses events and gets one events_dropped line, but is not disconnected for them.
-        guard droppedEvents == 0, output.unsentEvents < limits.maxQueuedEvents, output.fits(line.readableBytes) else {
+        // While a descriptor is passed nothing else may be written (its reply's `\n` carries
+        // it): an event then is dropped and counted like one the client was too slow for.
+        guard passing == nil, droppedEvents == 0, output.unsentEvents < limits.maxQueuedEvents, output.fits(line.readableBytes) else {
             droppedEvents += 1
             lastDroppedSequence = sequence
             settings.events.recordDropped()
@@ -68,7 +70,7 @@ extension ControlConnectionHandler {
 
     /// Sends the `events_dropped` line once the client reads again.
     func sendDropNoticeIfReady() {
-        guard droppedEvents > 0, state != .closed, subscription != nil, let context, context.channel.isWritable,
+        guard droppedEvents > 0, passing == nil, state != .closed, subscription != nil, let context, context.channel.isWritable,
             output.unsentEvents <= limits.maxQueuedEvents / 2, !output.isBackedUp
         else { return }
         let notice = ControlLine.eventsDropped(count: droppedEvents, lastSequence: lastDroppedSequence)

@@ -81,7 +81,7 @@ extension ControlConnectionHandler {
     static let sliceBytes = 256 * 1024
 
     /// A line reached the kernel (or failed to).
-    private func written() {
+    func written() {
         switch state {
         case .closed:
             return

@@ -59,7 +59,10 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     var unparsedLines = 0
     /// The command handler's task for the running request; nil when none runs.
     var running: Task<Void, Never>?
-    var isRunning: Bool { running != nil }
+    /// The descriptor being passed with the reply just written (`+Descriptor.swift`): a barrier,
+    /// as a running request is, since nothing may be written until its `\n` has gone with it.
+    var passing: DescriptorPass?
+    var isRunning: Bool { running != nil || passing != nil }
     /// The queued output, held replies and events, the backpressure mark and the slow-reader
     /// clock (``ControlOutputAccount``); the replies of the batch in `outbox` are counted there.
     var output: ControlOutputAccount
@@ -265,6 +268,10 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     private func run(_ request: ControlRequest) {
         guard let context else { return }
         let handler = settings.handler
+        if request.wantsDescriptor {
+            runPassingDescriptor(request, context: context)
+            return
+        }
         // A get's latency, from here to its reply handed to the channel (one clock read each end).
         let started = request.command == "get" ? NIODeadline.now() : nil
         if let reply = handler.replyAtOnce(request) {
@@ -355,6 +362,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
         _ = state.close()
         running?.cancel()
         running = nil
+        // Closes the daemon's copy of a descriptor not sent yet.
+        passing?.retryTimer?.cancel()
+        passing = nil
         idleTimer?.cancel()
         idleTimer = nil
         lingerTimer?.cancel()

@@ -24,6 +24,11 @@ public struct ControlRequest: Sendable, Hashable {
         self.peer = peer
     }
 
+    /// A `get` with `"fd": true`: its reply comes with a descriptor of the entry's file.
+    public var wantsDescriptor: Bool {
+        command == "get" && arguments["fd"] == .bool(true)
+    }
+
     public static func == (lhs: ControlRequest, rhs: ControlRequest) -> Bool {
         lhs.id == rhs.id && lhs.command == rhs.command && lhs.arguments == rhs.arguments && lhs.peer == rhs.peer
     }

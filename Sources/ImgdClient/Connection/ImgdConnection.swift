@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CDescriptorPassing
 import ImgdBase
 import ImgdProtocol
 
@@ -8,16 +9,17 @@ import ImgdProtocol
 ///
 /// `imgctl` is a command-line tool that does one thing and exits, so plain blocking calls on
 /// the calling thread are the simplest correct design; nothing here runs on Swift's cooperative
-/// pool. Requests get increasing integer ids (1, 2, …) and a reply is matched by its id; event
+/// pool (``ImgdAsyncClient`` is the async layer, which runs these calls on threads of its own).
+/// Not `Sendable`: one thread uses a connection at a time. Requests get increasing integer ids (1, 2, …) and a reply is matched by its id; event
 /// lines that arrive while a reply is awaited are kept, in order, for ``nextEvent(timeout:)``.
-final class ControlClient {
+public final class ImgdConnection {
     /// The longest line read: the protocol's 1 MiB, plus slack so a daemon that counts a little
     /// differently (a `\r`, a trailing space) is not cut off. Longer is a protocol error.
-    static let maximumLineLength = 1_048_576 + 64 * 1024
+    public static let maximumLineLength = 1_048_576 + 64 * 1024
 
     /// What happened while waiting for an event.
-    enum EventWait {
-        case event(ControlEvent)
+    public enum EventWait {
+        case event(ImgdEvent)
         /// The timeout passed first.
         case timedOut
         /// The daemon closed the connection.
@@ -25,23 +27,26 @@ final class ControlClient {
     }
 
     /// The path connected to, for messages.
-    let socketPath: String
+    public let socketPath: String
     /// The most events kept while replies are awaited (10,000 by default); past it the oldest
     /// are dropped, so a chatty subscription cannot grow memory without bound.
-    let keptEventLimit: Int
+    public let keptEventLimit: Int
     private var fileDescriptor: Int32
-    private var buffer = LineBuffer(limit: ControlClient.maximumLineLength)
+    private var buffer = LineBuffer(limit: ImgdConnection.maximumLineLength)
     private var nextID = 1
     /// Events read while a reply was awaited, oldest first.
-    private var pendingEvents: [ControlEvent] = []
+    private var pendingEvents: [ImgdEvent] = []
     private var pendingEventsStart = 0
+    /// Reads in which the kernel dropped descriptors passed to us (this process was out of
+    /// descriptors): a reply that should have one and has none is then ``ImgdClientError/descriptorLost(socket:)``.
+    public private(set) var lostDescriptors = 0
     /// True once the daemon closed its end.
     private var sawEndOfFile = false
     /// Where `read` puts bytes before they join `buffer`; reused across reads.
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// Connects to the Unix stream socket at `path`; throws ``ImgctlError/unreachable(socket:reason:errno:)``.
-    init(connectingTo path: String, keptEventLimit: Int = 10_000) throws(ImgctlError) {
+    /// Connects to the Unix stream socket at `path`; throws ``ImgdClientError/unreachable(socket:reason:errno:)``.
+    public init(connectingTo path: String, keptEventLimit: Int = 10_000) throws(ImgdClientError) {
         socketPath = path
         self.keptEventLimit = keptEventLimit
         guard !path.isEmpty, let address = try? UnixSocketAddress(path: path) else {
@@ -65,8 +70,12 @@ final class ControlClient {
         close()
     }
 
+    /// The socket's descriptor (-1 once closed), for the async layer's subscription, which shuts
+    /// it down to end a blocked read.
+    var descriptor: Int32 { fileDescriptor }
+
     /// Closes the connection (again is harmless).
-    func close() {
+    public func close() {
         if fileDescriptor >= 0 {
             Glibc.close(fileDescriptor)
             fileDescriptor = -1
@@ -76,9 +85,9 @@ final class ControlClient {
     // MARK: Requests
 
     /// Sends `{"cmd": command, "id": N, …arguments}` and returns the reply whose id is N.
-    func request(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgctlError) -> ControlReply {
+    public func request(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgdClientError) -> ImgdReply {
         let id: Int
-        do throws(ImgctlError) {
+        do throws(ImgdClientError) {
             id = try send(command, arguments)
         } catch .connectionLost {
             // The daemon may have said why before it closed (`busy` is sent once, then the
@@ -90,7 +99,7 @@ final class ControlClient {
 
     /// Sends one request line and returns its id.
     @discardableResult
-    func send(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgctlError) -> Int {
+    public func send(_ command: String, _ arguments: [String: JSONValue] = [:]) throws(ImgdClientError) -> Int {
         let id = nextID
         nextID += 1
         var members = arguments
@@ -104,16 +113,17 @@ final class ControlClient {
     /// ``nextEvent(timeout:)``. A failure without an id (`busy`, `line_too_long`: the daemon
     /// could not tell whose it was) counts as the reply, since only our requests are on this
     /// connection; a reply to another id (an earlier request given up on) is skipped.
-    func awaitReply(id: Int) throws(ImgctlError) -> ControlReply {
+    public func awaitReply(id: Int) throws(ImgdClientError) -> ImgdReply {
         while true {
-            guard case .line(let line) = try readLine(deadline: nil) else {
+            guard case .line(let line, let descriptor) = try readLine(deadline: nil) else {
                 throw .connectionLost(socket: socketPath)
             }
-            switch try ControlMessage(line: line) {
+            switch try ImgdMessage(line: line) {
             case .event(let event):
                 pendingEvents.append(event)
                 if pendingEvents.count - pendingEventsStart > keptEventLimit { pendingEventsStart += 1 }
-            case .reply(let reply):
+            case .reply(var reply):
+                reply.descriptor = descriptor
                 if reply.id.intValue == id { return reply }
                 if reply.id == .null, !reply.isSuccess { return reply }
             }
@@ -123,7 +133,7 @@ final class ControlClient {
     /// The next event: one kept while a reply was awaited, else the next event line read within
     /// `timeout` (nil: wait as long as it takes). Replies read meanwhile are dropped (nothing
     /// awaits them).
-    func nextEvent(timeout: Duration?) throws(ImgctlError) -> EventWait {
+    public func nextEvent(timeout: Duration?) throws(ImgdClientError) -> EventWait {
         if pendingEventsStart < pendingEvents.count {
             let event = pendingEvents[pendingEventsStart]
             pendingEventsStart += 1
@@ -140,8 +150,8 @@ final class ControlClient {
                 return .timedOut
             case .end:
                 return .closed
-            case .line(let line):
-                if case .event(let event) = try ControlMessage(line: line) {
+            case .line(let line, _):
+                if case .event(let event) = try ImgdMessage(line: line) {
                     return .event(event)
                 }
             }
@@ -152,7 +162,8 @@ final class ControlClient {
 
     /// What ``readLine(deadline:)`` found.
     private enum ReadResult {
-        case line([UInt8])
+        /// A line, and the descriptor passed with it.
+        case line([UInt8], ImgdDescriptor?)
         /// The daemon closed the connection after a complete line.
         case end
         /// The deadline passed first.
@@ -160,9 +171,9 @@ final class ControlClient {
     }
 
     /// The next line, the end of the stream, or the deadline passing (nil: no deadline).
-    private func readLine(deadline: ContinuousClock.Instant?) throws(ImgctlError) -> ReadResult {
+    private func readLine(deadline: ContinuousClock.Instant?) throws(ImgdClientError) -> ReadResult {
         while true {
-            if let line = buffer.nextLine() { return .line(line) }
+            if let line = buffer.nextLine() { return .line(line, buffer.takeLineDescriptor()) }
             if buffer.isOverLimit {
                 throw .badReply("a line longer than \(Self.maximumLineLength) bytes")
             }
@@ -175,7 +186,11 @@ final class ControlClient {
                 return .timedOut
             }
             let descriptor = fileDescriptor
-            let count = retryingOnInterrupt { chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
+            var passed: Int32 = -1, passedCount: Int32 = 0, truncated: Int32 = 0
+            let count = chunk.withUnsafeMutableBytes {
+                imgd_receive_with_descriptors(descriptor, $0.baseAddress, $0.count, &passed, 1, &passedCount, &truncated)
+            }
+            if truncated != 0 { lostDescriptors += 1 }
             if count < 0 {
                 let code = errno
                 if code == ECONNRESET {
@@ -189,13 +204,18 @@ final class ControlClient {
                 continue
             }
             let received = chunk[0..<count]
-            received.withUnsafeBytes { buffer.append($0) }
+            if passedCount > 0 {
+                let owned = ImgdDescriptor(owning: passed)
+                received.withUnsafeBytes { buffer.append($0, descriptor: owned) }
+            } else {
+                received.withUnsafeBytes { buffer.append($0) }
+            }
         }
     }
 
     /// Waits until the socket has something to read (or was closed): true; false when the
     /// deadline passes first.
-    private func waitReadable(until deadline: ContinuousClock.Instant) throws(ImgctlError) -> Bool {
+    private func waitReadable(until deadline: ContinuousClock.Instant) throws(ImgdClientError) -> Bool {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             if left <= .zero { return false }
@@ -215,7 +235,7 @@ final class ControlClient {
 
     /// Writes every byte, across partial writes and interruptions. `MSG_NOSIGNAL`: a daemon
     /// that went away gives EPIPE here, not a SIGPIPE that would kill imgctl without a message.
-    private func writeAll(_ bytes: [UInt8]) throws(ImgctlError) {
+    private func writeAll(_ bytes: [UInt8]) throws(ImgdClientError) {
         var failure: Int32 = 0
         do throws(WriteError) {
             try ImgdBase.writeAll(fileDescriptor, bytes, sendFlags: Int32(MSG_NOSIGNAL))
@@ -227,7 +247,7 @@ final class ControlClient {
     }
 
     /// The system's wording for an errno: "No such file or directory".
-    static func describe(_ code: Int32) -> String {
-        String(cString: strerror(code))
+    public static func describe(_ code: Int32) -> String {
+        ImgdClientError.describe(code)
     }
 }
