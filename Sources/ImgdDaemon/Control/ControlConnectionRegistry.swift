@@ -79,4 +79,16 @@ final class ControlConnectionRegistry: Sendable {
     }
 
     var connections: [any Channel] { state.withLock { Array($0.connections.values) } }
+
+    /// Waits for the open connections to close, at most `grace`, then closes the rest: a stop's
+    /// last step, after the server stopped accepting and told its connections.
+    func drain(within grace: Duration, on group: any EventLoopGroup) async {
+        let open = connections
+        let loop = group.any()
+        let deadline = loop.scheduleTask(in: TimeAmount(grace)) { [self] in
+            for channel in connections { channel.close(promise: nil) }
+        }
+        try? await EventLoopFuture.andAllComplete(open.map(\.closeFuture), on: loop).get()
+        deadline.cancel()
+    }
 }

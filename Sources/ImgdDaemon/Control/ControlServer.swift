@@ -116,14 +116,7 @@ public actor ControlServer {
         await stopAccepting()
         guard case .draining(let listener) = state else { return }
         state = .stopping
-        let open = registry.connections
-        let loop = group.any()
-        let registry = self.registry
-        let deadline = loop.scheduleTask(in: TimeAmount(limits.shutdownGracePeriod)) {
-            for channel in registry.connections { channel.close(promise: nil) }
-        }
-        try? await EventLoopFuture.andAllComplete(open.map(\.closeFuture), on: loop).get()
-        deadline.cancel()
+        await registry.drain(within: limits.shutdownGracePeriod, on: group)
         listener.socketFile?.remove()
         state = .stopped
     }
@@ -134,29 +127,14 @@ public actor ControlServer {
         let bootstrap = makeBootstrap()
         switch address {
         case .path(let path):
-            try ControlSocketFile.clearStale(at: path)
-            // Bound under a private name and moved into place once its mode is set: NIO accepts
-            // as soon as it binds, and a socket with the umask's mode would let a client in
-            // before the mode says who may connect (or refuse the group).
-            let staging = ControlSocketFile.stagingPath(for: path)
-            let channel: any Channel
-            do {
-                channel = try await bootstrap.bind(unixDomainSocketPath: staging ?? path).get()
-            } catch {
-                throw .cannotListen(address: path, reason: Self.describe(error))
-            }
-            do throws(ControlServerError) {
-                return Listener(channel: channel, socketFile: try ControlSocketFile.adopt(path, boundAt: staging))
-            } catch {
-                try? await channel.close()
-                throw error
-            }
+            let bound = try await ControlSocketFile.bind(path, with: bootstrap)
+            return Listener(channel: bound.channel, socketFile: bound.file)
         case .inheritedDescriptor(let descriptor):
             do {
                 let channel = try await bootstrap.withBoundSocket(descriptor).get()
                 return Listener(channel: channel, socketFile: nil)
             } catch {
-                throw .cannotListen(address: address.description, reason: Self.describe(error))
+                throw .cannotListen(address: address.description, reason: ControlSocketFile.describe(error))
             }
         }
     }
@@ -194,12 +172,6 @@ public actor ControlServer {
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError {
-            return ControlSocketFile.describe(error.errnoCode)
-        }
-        return "\(error)"
-    }
 }
 
 extension ControlServer: Service {

@@ -103,14 +103,7 @@ actor HTTPFaceServer {
         await stopAccepting()
         guard case .draining(let listener) = state else { return }
         state = .stopping
-        let open = registry.connections
-        let loop = group.any()
-        let registry = self.registry
-        let deadline = loop.scheduleTask(in: TimeAmount(limits.shutdownGracePeriod)) {
-            for channel in registry.connections { channel.close(promise: nil) }
-        }
-        try? await EventLoopFuture.andAllComplete(open.map(\.closeFuture), on: loop).get()
-        deadline.cancel()
+        await registry.drain(within: limits.shutdownGracePeriod, on: group)
         listener.socketFile?.remove()
         state = .stopped
     }
@@ -121,23 +114,12 @@ actor HTTPFaceServer {
         let bootstrap = makeBootstrap()
         switch address {
         case .path(let path):
-            do {
-                try ControlSocketFile.clearStale(at: path)
+            do throws(ControlServerError) {
+                let bound = try await ControlSocketFile.bind(path, with: bootstrap)
+                return Listener(channel: bound.channel, socketFile: bound.file)
             } catch {
-                throw .init(address: address.description, reason: error.description)
-            }
-            let staging = ControlSocketFile.stagingPath(for: path)
-            let channel: any Channel
-            do {
-                channel = try await bootstrap.bind(unixDomainSocketPath: staging ?? path).get()
-            } catch {
-                throw .init(address: address.description, reason: Self.describe(error))
-            }
-            do {
-                return Listener(channel: channel, socketFile: try ControlSocketFile.adopt(path, boundAt: staging))
-            } catch {
-                try? await channel.close()
-                throw .init(address: address.description, reason: error.description)
+                let reason = if case .cannotListen(_, let reason) = error { reason } else { error.description }
+                throw .init(address: address.description, reason: reason)
             }
         case .tcp(let host, let port):
             guard allowRemote || HTTPListenAddress.isLoopback(host: host) else { throw .remote(address.description) }
@@ -145,7 +127,7 @@ actor HTTPFaceServer {
                 let channel = try await bootstrap.bind(host: host, port: port).get()
                 return Listener(channel: channel, socketFile: nil)
             } catch {
-                throw .init(address: address.description, reason: Self.describe(error))
+                throw .init(address: address.description, reason: ControlSocketFile.describe(error))
             }
         case .inheritedDescriptor(let descriptor):
             // A careless `ListenStream=8090` binds every address: checked as a configured one.
@@ -156,7 +138,7 @@ actor HTTPFaceServer {
                 let channel = try await bootstrap.withBoundSocket(descriptor).get()
                 return Listener(channel: channel, socketFile: nil)
             } catch {
-                throw .init(address: address.description, reason: Self.describe(error))
+                throw .init(address: address.description, reason: ControlSocketFile.describe(error))
             }
         }
     }
@@ -236,10 +218,6 @@ actor HTTPFaceServer {
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError { return ControlSocketFile.describe(error.errnoCode) }
-        return "\(error)"
-    }
 }
 
 extension HTTPFaceServer: Service {
