@@ -30,6 +30,14 @@ struct FuzzCorpusReplayTests {
         }
     }
 
+    @Test("fuzz.sh fuzzes every target by default (make fuzz, and CI's smoke)")
+    func fuzzScriptNamesEveryTarget() throws {
+        let script = try String(contentsOf: Self.fuzzFolder.appendingPathComponent("fuzz.sh"), encoding: .utf8)
+        let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("FUZZ_TARGETS=${FUZZ_TARGETS:-") })
+        let named = Set(line.dropFirst("FUZZ_TARGETS=${FUZZ_TARGETS:-".count).dropLast().split(separator: " ").map(String.init))
+        #expect(named == Set(FuzzTarget.allCases.map(\.rawValue)))
+    }
+
     @Test("seeds and reproducers run clean", arguments: FuzzTarget.allCases)
     func replay(target: FuzzTarget) throws {
         for input in try Self.inputs("Corpus", of: target) + Self.inputs("Regressions", of: target) {

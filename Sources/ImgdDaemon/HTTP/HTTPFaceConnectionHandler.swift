@@ -104,7 +104,7 @@ final class HTTPFaceConnectionHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelEvent, case .inputClosed = event as! ChannelEvent, case .waiting = state {
+        if case ChannelEvent.inputClosed? = event as? ChannelEvent, case .waiting = state {
             // The client will send nothing more, and nothing is owed it.
             context.close(promise: nil)
             return
