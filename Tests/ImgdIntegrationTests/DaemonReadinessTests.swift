@@ -218,6 +218,26 @@ struct DaemonReadinessTests {
         }
     }
 
+    @Test("imgctl wait-ready tries again when imgd answers busy: with one connection per uid held by another client, it gets in once that one closes")
+    func busyIsRetried() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-connections-per-peer", "1"])
+        defer { daemon.killIfRunning() }
+        // The uid's one connection, held (a ping answered on it: admitted).
+        var holder: KeptConnection? = try await KeptConnection(daemon.socket)
+        #expect(try await holder?.call(#"{"cmd":"ping"}"#)["ok"] as? Bool == true)
+        let waiter = try ChildProcess(
+            BinaryRunner.imgctlPath, ["wait-ready", "--socket", daemon.socket, "--timeout", "20s"], environment: DaemonProcess.environment(),
+            stdout: .pipe, stderr: .pipe)
+        defer { if waiter.isRunning { waiter.signal(SIGKILL) } }
+        // Refused while the holder is open: it is still trying, not gone with an error.
+        #expect(await !eventually(timeout: .seconds(1)) { !waiter.isRunning }, "imgctl gave up at the first busy")
+        holder = nil
+        #expect(await waiter.exited(within: .seconds(20)) == 0)
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("a stop while imgctl wait-ready waits: imgd stops within its deadline and imgctl exits 3 (imgd closed the connection)")
     func stopWhileWaiting() async throws {
         let scratch = try ScratchFolder()
