@@ -549,6 +549,10 @@ struct HTTPFaceResizerTests {
             #expect(Self.pngWidth(answer.body) == width, "\(answer.body.prefix(24))")
         }
         #expect(server.requestCount(target) == 1, "\(server.requestLog)")
+        // Stopped and waited for: a master killed before it has stopped its workers (the
+        // child's SIGKILL when the test returns) leaves them running, orphaned.
+        nginx.signal(SIGTERM)
+        #expect(await nginx.exited(within: .seconds(20)) != nil)
         _ = await daemon.stop()
         try await server.shutdown()
     }
