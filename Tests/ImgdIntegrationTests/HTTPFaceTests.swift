@@ -196,6 +196,32 @@ struct HTTPFaceTests {
         try await world.finish()
     }
 
+    @Test("an https origin with HTTP/2 through the path form: a failure (an untrusted certificate) is a 502 naming tls, then the same URL with the CA trusted is fetched over HTTP/2, byte-exact")
+    func httpsOrigin() async throws {
+        let certificates = try await TestCertificates.shared()
+        let server = try await TestHTTPServer.start(tls: TestHTTPServer.TLS(certificates.valid))
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let target = "/img/h2-face.png?w=30&h=20"
+        let url = "/https/127.0.0.1:\(server.port)" + target
+        // Without the CA: the origin cannot be verified.
+        var port = try freeTCPPort()
+        var daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--http-listen", "127.0.0.1:\(port)"])
+        let refused = try await Self.fetch("http://127.0.0.1:\(port)" + url, scratch: scratch)
+        #expect(refused.status == 502 && refused.headers["x-imgd-error"] == "tls", "\(refused.headers)")
+        _ = await daemon.stop()
+        // With it: fetched once, over HTTP/2, and the bytes are the origin's.
+        port = try freeTCPPort()
+        daemon = try await DaemonProcess.start(
+            in: scratch.path, arguments: ["--http-listen", "127.0.0.1:\(port)", "--ca-file", certificates.caFile])
+        let fetched = try await Self.fetch("http://127.0.0.1:\(port)" + url, scratch: scratch)
+        #expect(fetched.status == 200 && fetched.headers["x-imgd-source"] == "network")
+        #expect(fetched.body == TestHTTPServer.body(for: target))
+        #expect(server.http2Requests == 1, "\(server.requestLog)")
+        _ = await daemon.stop()
+        try await server.shutdown()
+    }
+
     @Test("an origin's 404 is a 502 naming http_404; nothing is cached")
     func originFailure() async throws {
         let world = try await World.start()
@@ -313,6 +339,50 @@ struct HTTPFaceTests {
         #expect(other.stdout == "HTTP/1.1 200 OK", "\(other.stdout) \(other.stderr)")
         held.removeAll()
         _ = await daemon.stop()
+    }
+
+    @Test("a chosen key over the Unix socket is the asker's own: a second uid's key=shared does not replace root's")
+    func chosenKeyPerUid() async throws {
+        guard OtherUser.available else {
+            Issue.record("needs root and setpriv to run a client as another uid")
+            return
+        }
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        chmod(scratch.path, 0o755)
+        let socket = scratch.path + "/http.sock"
+        let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--http-listen", "unix:" + socket])
+        try OtherUser.share(socket)
+        func query(_ target: String, fetch: Bool = true) -> String {
+            "/image?url=" + server.url(target).addingPercentEncoding(withAllowedCharacters: .alphanumerics)! + "&key=shared" + (fetch ? "" : "&fetch=0")
+        }
+        let mine = "/img/root-own.png?w=11", theirs = "/img/member-own.png?w=13"
+        let first = try await Self.fetch("http://imgd" + query(mine), ["--unix-socket", socket], scratch: scratch)
+        #expect(first.status == 200 && first.body == TestHTTPServer.body(for: mine))
+        let script = """
+            import socket, sys, hashlib
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.sendall(("GET " + sys.argv[2] + " HTTP/1.1\\r\\nHost: imgd\\r\\nConnection: close\\r\\n\\r\\n").encode())
+            reply = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                reply += chunk
+            head, _, body = reply.partition(b"\\r\\n\\r\\n")
+            sys.stdout.write(head.split(b"\\r\\n")[0].decode() + " " + hashlib.sha256(body).hexdigest())
+            """
+        let member = try await ChildProcess.run(
+            OtherUser.setpriv,
+            ["--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.gid)", "--clear-groups", "--", "/usr/bin/python3", "-c", script, socket, query(theirs)],
+            in: "/", environment: ["PATH": "/usr/bin:/bin"])
+        #expect(member.stdout == "HTTP/1.1 200 OK " + SHA256Digest(of: TestHTTPServer.body(for: theirs) ?? []).hex, "\(member.stdout) \(member.stderr)")
+        // Root's keyed entry is still root's bytes, from the cache.
+        let again = try await Self.fetch("http://imgd" + query(mine, fetch: false), ["--unix-socket", socket], scratch: scratch)
+        #expect(again.status == 200 && again.body == TestHTTPServer.body(for: mine) && again.headers["x-imgd-source"] != "network")
+        _ = await daemon.stop()
+        try await server.shutdown()
     }
 
     @Test("Python's http.client: a keep-alive loop, HEAD, and a 405 that leaves the connection usable")
