@@ -224,9 +224,15 @@ struct DaemonReadinessTests {
         defer { scratch.remove() }
         let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-connections-per-peer", "1"])
         defer { daemon.killIfRunning() }
-        // The uid's one connection, held (a ping answered on it: admitted).
-        var holder: KeptConnection? = try await KeptConnection(daemon.socket)
-        #expect(try await holder?.call(#"{"cmd":"ping"}"#)["ok"] as? Bool == true)
+        // The uid's one connection, held (a ping answered on it: admitted). The daemon may
+        // not yet have seen the start-up probe's connection close, so a refusal is tried again.
+        var holder: KeptConnection?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while holder == nil, ContinuousClock.now < deadline {
+            let candidate = try await KeptConnection(daemon.socket)
+            if (try? await candidate.call(#"{"cmd":"ping"}"#))?["ok"] as? Bool == true { holder = candidate } else { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        try #require(holder != nil, "no connection admitted within 10 s")
         let waiter = try ChildProcess(
             BinaryRunner.imgctlPath, ["wait-ready", "--socket", daemon.socket, "--timeout", "20s"], environment: DaemonProcess.environment(),
             stdout: .pipe, stderr: .pipe)
