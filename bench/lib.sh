@@ -77,6 +77,11 @@ prepare_imgd() {
     IMGD_BIN=$(readlink -f "$IMGD_BIN")
 }
 
+# courtesy_off BIN: prints "--courtesy false" when BIN has the courtesy loop (earlier builds do
+# not). The loop lowers imgd's prefetch parallelism under the load a benchmark itself makes on
+# these 2 cores, and the peers compared have no such loop: benchmarks measure imgd without it.
+courtesy_off() { "$1" run --help 2>/dev/null | grep -q -- '--courtesy ' && echo "--courtesy false"; return 0; }
+
 # The revision imgd was built from, for the results: the short commit, and "+ uncommitted
 # changes" when Sources or Package.swift differ from it.
 imgd_revision() {

@@ -482,8 +482,9 @@ run_daemon() {
     mkdir -p "$out/spool" "$out/cache" "$out/state"
     local tls=()
     [[ $SCHEME == https ]] && tls=(--ca-file "$CA_FILE")
+    # shellcheck disable=SC2046 # courtesy_off prints two words or none
     "$bin" --spool "$out/spool" --cache "$out/cache" --state "$out/state" --socket "$out/imgd.sock" \
-        --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}" >"$logf" 2>&1 </dev/null &
+        --max-parallel "$cap" --max-per-host "$cap" "${tls[@]}" $(courtesy_off "$bin") >"$logf" 2>&1 </dev/null &
     DAEMON_PID=$!
     local pid=$DAEMON_PID outcome="" result drc=0
     rc=0

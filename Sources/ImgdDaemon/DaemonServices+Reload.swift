@@ -58,7 +58,9 @@ extension DaemonServices {
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
-        downloader.update(policy: applied.downloadPolicy)
+        // The top-level caps with the window's laid over them: a reload does not undo a window.
+        windows.update(schedule: applied.windows, base: applied.downloadPolicy)
+        courtesy.update(enabled: applied.courtesy, threshold: applied.courtesyThreshold, files: applied.courtesyPressure)
         downloader.update(keyPolicy: applied.keyPolicy)
         downloader.update(refresh: applied.refreshPolicy)
         await spool.update(limits: applied.spoolLimits)

@@ -68,13 +68,21 @@ final class DaemonServices: Sendable {
     let histograms: DaemonHistograms
     /// The gauges of `metrics` that cost an index query, read at most once a second.
     let gaugeCache = GaugeCache()
+    /// The calendar windows: the caps in force and the lists they hold (``WindowService``).
+    let windows: CalendarWindows
+    /// The courtesy loop's settings and state (``CourtesyService``).
+    let courtesy: Courtesy
 
     private init(
         options: DaemonOptions, logger: Logger, config: DaemonConfig, stateLock: CacheLock, store: ListStore, disk: DiskCache,
         memory: MemoryCache, downloader: Downloader, maintainer: DiskCacheMaintainer,
         pressure: MemoryPressureService, spool: SpoolService, events: EventHub, server: ControlServer,
-        http: HTTPFaceServer?, outcomes: OutcomeRecorder, histograms: DaemonHistograms
+        http: HTTPFaceServer?, outcomes: OutcomeRecorder, histograms: DaemonHistograms, windows: CalendarWindows
     ) {
+        self.windows = windows
+        courtesy = Courtesy(
+            enabled: config.courtesy, threshold: config.courtesyThreshold, files: config.courtesyPressure, downloader: downloader,
+            logger: logger, currentCap: { windows.snapshot.policy.maxParallel })
         self.outcomes = outcomes
         self.histograms = histograms
         pins = PinWriter(index: disk.index, outcomes: outcomes, logger: logger)
@@ -208,6 +216,20 @@ final class DaemonServices: Sendable {
         } catch {
             throw DaemonStartError(description: "\(error)")
         }
+        // The caps of the window in force go to the downloader now, and the lists it holds to
+        // the spool before it resumes any.
+        let windows = CalendarWindows(schedule: config.windows, base: config.downloadPolicy, downloader: downloader) {
+            schedule, position, policy, changed in
+            spool.onExecutor { $0.update(windowGate: ListWindowGate(schedule: schedule, open: position.current?.window.name)) }
+            guard changed else { return }
+            events.publish("window", data: CalendarWindows.json(position, policy: policy))
+            if let current = position.current {
+                logger.info("calendar window \(current.window.name) is open: max-parallel \(policy.maxParallel), max-rate \(policy.maxRate.map { "\(ByteCount($0))/s" } ?? "none")")
+            } else if !schedule.isEmpty {
+                logger.info("no calendar window is open: max-parallel \(policy.maxParallel), max-rate \(policy.maxRate.map { "\(ByteCount($0))/s" } ?? "none")")
+            }
+        }
+        windows.apply(at: CalendarWindows.now())
         let handler = DaemonCommandHandler()
         let histograms = DaemonHistograms()
         let server = ControlServer(
@@ -220,7 +242,7 @@ final class DaemonServices: Sendable {
         let services = DaemonServices(
             options: options, logger: logger, config: config, stateLock: stateLock, store: store, disk: disk, memory: memory,
             downloader: downloader, maintainer: maintainer, pressure: pressure, spool: spool, events: events,
-            server: server, http: http, outcomes: outcomes, histograms: histograms)
+            server: server, http: http, outcomes: outcomes, histograms: histograms, windows: windows)
         handler.attach(services)
         backend.attach(services)
         services.checkDiskSpace()
@@ -292,6 +314,8 @@ final class DaemonServices: Sendable {
                 status: { self.statusLine() })),
             .init(service: server),
         ]
+        services.append(.init(service: WindowService(windows: windows)))
+        services.append(.init(service: CourtesyService(courtesy: courtesy)))
         // After the control socket, so it stops first; its intake stops with the control socket's.
         if let http { services.append(.init(service: http)) }
         services.append(.init(service: WarmingService(

@@ -345,6 +345,19 @@ public final class Downloader: Sendable {
         engine.send(.updatePolicy(policy))
     }
 
+    /// Holds `submitter`'s queued prefetches (a list outside its calendar window), or lets them
+    /// start again. Its running transfers finish; a job an on-demand `get` joined is not held.
+    public func hold(_ submitter: SubmitterID, _ isHeld: Bool) {
+        engine.send(.holdSubmitter(submitter, isHeld))
+    }
+
+    /// Caps the prefetch transfers running at once (the courtesy loop); nil: only `max-parallel`.
+    /// On-demand transfers are neither counted nor held by it.
+    public func limitPrefetch(_ limit: Int?) {
+        precondition(limit.map { $0 >= 1 } ?? true, "the prefetch cap must be at least 1")
+        engine.send(.limitPrefetch(limit))
+    }
+
     /// Returns once the engine's loop has taken a command sent now, and did nothing for it: a
     /// round trip through the loop, for the watchdog (a loop stuck in a turn never answers).
     /// A stopped engine answers at once. Costs nothing on the loop, unlike

@@ -97,6 +97,12 @@ struct ConfigReloadTests {
             $0.readyLists == ["/etc/imgd/hot.txt"]
         },
         Change(key: "ready-fraction", value: .float(0.9), reloadable: true) { $0.readyFraction == 0.9 },
+        // The courtesy loop: a reload changes its next turn.
+        Change(key: "courtesy", value: .boolean(false), reloadable: true) { $0.courtesy == false },
+        Change(key: "courtesy-threshold", value: .string("35%"), reloadable: true) { $0.courtesyThreshold == 35 },
+        Change(key: "courtesy-pressure", value: .array([.string("/proc/pressure/cpu")]), reloadable: true) {
+            $0.courtesyPressure == ["/proc/pressure/cpu"]
+        },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

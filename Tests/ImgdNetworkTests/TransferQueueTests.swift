@@ -33,6 +33,23 @@ struct TransferQueueTests {
         #expect(drain(&queue) == ["d1", "p1", "p2"])
     }
 
+    @Test("a held submitter's prefetches are passed over, kept and released in order; its on-demand jobs go; it is not counted as waiting")
+    func heldSubmitter() {
+        var queue = TransferQueue<Item>()
+        let night = SubmitterID(rawValue: 1), day = SubmitterID(rawValue: 2)
+        queue.enqueue(Item("n1"), priority: .prefetch, submitter: night)
+        queue.enqueue(Item("n2"), priority: .prefetch, submitter: night)
+        queue.enqueue(Item("d1"), priority: .prefetch, submitter: day)
+        queue.enqueue(Item("n-get"), priority: .onDemand, submitter: night)
+        queue.hold(night, true)
+        #expect(queue.submitters(at: .prefetch) == [day])
+        #expect(drain(&queue) == ["n-get", "d1"])
+        #expect(queue.hasEntries(at: .prefetch))
+        queue.hold(night, false)
+        #expect(queue.submitters(at: .prefetch) == [night])
+        #expect(drain(&queue) == ["n1", "n2"])
+    }
+
     @Test("submitters take turns; a newcomer waits at most one turn")
     func roundRobin() {
         var queue = TransferQueue<Item>()

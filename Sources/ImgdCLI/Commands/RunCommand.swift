@@ -83,6 +83,9 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("http-idle-timeout")) var httpIdleTimeout: String?
     @Option(help: .setting("ready-lists")) var readyLists: [String] = []
     @Option(help: .setting("ready-fraction")) var readyFraction: String?
+    @Option(help: .setting("courtesy")) var courtesy: String?
+    @Option(help: .setting("courtesy-threshold")) var courtesyThreshold: String?
+    @Option(help: .setting("courtesy-pressure")) var courtesyPressure: [String] = []
 
     static let otherOptions: Set<String> = ["_config"]
 

@@ -158,6 +158,7 @@ extension DaemonCommands {
         ]
         // Only a list waiting for its turn has a place in the queue.
         if let position = record.position { object["position"] = JSONValue(position) }
+        if !record.heldFor.isEmpty { object["window"] = JSONValue(record.heldFor) }
         return .object(object)
     }
 }

@@ -22,6 +22,7 @@ extension DaemonCommands {
         let pinned = (try? services.disk.index.pinnedBytes(now: WallClock.nowMilliseconds())) ?? 0
         let lists = services.spool.progress
         let pressureSource = services.pressure.monitor.activeSource
+        let window = services.windows.snapshot
         return [
             "version": .string(ImgdVersion.string), "pid": JSONValue(getpid()),
             "uptime_s": JSONValue(Double((ContinuousClock.now - services.startedAt).components.seconds)),
@@ -37,11 +38,14 @@ extension DaemonCommands {
                 "pressure_source": .string(pressureSource.code), "pressure_path": pressureSource.path.map { .string($0) } ?? .null,
             ],
             "pressure_events": JSONValue(pressureEvents),
-            "max_rate": config.maxRate > 0 ? JSONValue(config.maxRate) : .null,
+            // In force: a calendar window's, else the setting's.
+            "max_rate": window.policy.maxRate.map { JSONValue($0) } ?? .null,
             "max_rate_applies_to": .string(config.maxRateAppliesTo.rawValue),
             "throttled_now": JSONValue(downloads.throttledNow),
             "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
             "ready": services.readiness.snapshot().json,
+            "window": CalendarWindows.json(window.position, policy: window.policy),
+            "courtesy": services.courtesy.json,
         ]
     }
 

@@ -34,6 +34,11 @@ public struct ConfigReload: Sendable {
             applied.hosts = loaded.hosts
             changes.append(Change(key: "host tables", value: HostSettings.summary(loaded.hosts), applied: true))
         }
+        // So do the calendar windows.
+        if loaded.windows != running.windows {
+            applied.windows = loaded.windows
+            changes.append(Change(key: "window tables", value: CalendarWindowTables.summary(loaded.windows), applied: true))
+        }
         self.changes = changes
         self.applied = applied
     }

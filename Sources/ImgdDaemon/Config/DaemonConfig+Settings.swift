@@ -294,6 +294,47 @@ extension DaemonConfig {
             guard let number, number >= 0, number <= 1 else { throw SettingError(reason: "a fraction from 0.0 to 1.0") }
             return number
         },
+        .boolean(
+            "courtesy", \.courtesy, reloadable: true,
+            help: SettingHelp(
+                "Lower prefetch parallelism while the host's CPU or I/O pressure (PSI some avg10) is over courtesy-threshold",
+                detail: "halved while over it, raised by one every 2 s while under it, back to max-parallel; on-demand gets are exempt")),
+        DaemonSetting(
+            "courtesy-threshold", \.courtesyThreshold, reloadable: true,
+            help: SettingHelp(
+                "The stall share (PSI some avg10 of cpu and io, the higher) above which prefetching gives way",
+                detail: "a percentage above 0, at most 100", valueName: "PERCENT"),
+            show: { DaemonSetting.spell(number: $0) + "%" }, spell: { DaemonSetting.spell(number: $0) + "%" }
+        ) { value throws(SettingError) in
+            let number: Double? = switch value {
+            case .integer(let value): Double(value)
+            case .float(let value): value
+            case .string(let text): Double(text.hasSuffix("%") ? String(text.dropLast()) : text)
+            default: nil
+            }
+            guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100, such as \"20%\"") }
+            return number
+        },
+        DaemonSetting(
+            "courtesy-pressure", \.courtesyPressure, reloadable: true,
+            help: SettingHelp(
+                "PSI files the courtesy loop reads (their some avg10, the highest counts)",
+                detail: "absolute paths; repeatable", valueName: "path",
+                none: "none: the service's cgroup cpu.pressure and io.pressure, else /proc/pressure/cpu and io"),
+            show: { $0.isEmpty ? "automatic" : $0.joined(separator: ",") }, spell: { $0.isEmpty ? nil : $0.joined(separator: ",") }
+        ) { value throws(SettingError) in
+            let paths: [String]
+            if case .array(let items) = value {
+                paths = try items.map { item throws(SettingError) in try item.text() }
+            } else {
+                paths = try value.text().split(separator: ",").map(String.init)
+            }
+            for path in paths where !path.hasPrefix("/") {
+                throw SettingError(reason: "\(path) is not an absolute path")
+            }
+            guard paths.count <= 8 else { throw SettingError(reason: "at most 8 files") }
+            return paths
+        },
     ]
 
     /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.
@@ -309,7 +350,7 @@ extension DaemonConfig {
         guard let setting = Self.settingsByName[key] else {
             let known = Self.settingNames.joined(separator: ", ")
             if case .table = value {
-                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys, and the only tables are [host.\"PATTERN\"] (known settings: \(known))")
+                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys, and the only tables are [host.\"PATTERN\"] and [window.\"NAME\"] (known settings: \(known))")
             }
             throw ConfigError(origin: origin, reason: "unknown setting \(key) (known: \(known))")
         }

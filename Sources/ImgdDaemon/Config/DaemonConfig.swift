@@ -126,6 +126,15 @@ public struct DaemonConfig: Sendable, Equatable {
     /// default; failed entries count against it).
     public var readyFraction = 1.0
 
+    /// `[window."NAME"]` tables: calendar windows (file only; reloadable).
+    public var windows = WindowSchedule.none
+    /// Whether prefetching gives way to the host's CPU and I/O pressure (the courtesy loop).
+    public var courtesy = true
+    /// The stall share, in percent, above which it does.
+    public var courtesyThreshold = 20.0
+    /// The PSI files it reads; empty: chosen at start (the cgroup's, else the system's).
+    public var courtesyPressure: [String] = []
+
     /// The embedded default: under systemd (its directory variables set) the folders it made
     /// for the service; otherwise `./imgd-data/{spool,cache,state}` and `./imgd-data/imgd.sock`.
     public static func embedded(environment: [String: String]) -> DaemonConfig {

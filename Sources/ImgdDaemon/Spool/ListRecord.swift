@@ -10,6 +10,10 @@ public enum ListState: String, Sendable, Equatable, CaseIterable {
     /// being warmed. Never stored: the database has such a list as `active` (it is to be
     /// warmed, and resumes as such); ``SpoolService/lists()`` shows it so.
     case waiting
+    /// Held to a calendar window that is closed (a `[window]` table's `lists` names it): it
+    /// waits without a turn, or, caught warming when its window closed, its queued URLs wait
+    /// while its running transfers finish. Never stored, like ``waiting``.
+    case held
     /// Every URL cached.
     case done
     /// Finished with at least one failure.
@@ -53,6 +57,8 @@ public struct ListRecord: Sendable, Equatable {
     /// Its place among the lists waiting for their turn (1 starts next) when ``state`` is
     /// ``ListState/waiting``; nil otherwise. Not stored.
     public var position: Int? = nil
+    /// The calendar windows it waits for when ``state`` is ``ListState/held``. Not stored.
+    public var heldFor: [String] = []
 
     /// The uid in whose namespace its items' chosen keys live (``CacheKey/init(chosen:owner:)``):
     /// its owner's, or, for a list claimed before owners were recorded, `UInt32.max`, which no

@@ -147,15 +147,29 @@ extension SpoolService {
     /// `records` with those waiting for their turn in state `waiting` and their position (the
     /// database has them `active`: claimed, to be warmed).
     nonisolated func markWaiting(_ records: [ListRecord]) -> [ListRecord] {
-        let positions = turns.withLock { turns in
-            Dictionary(uniqueKeysWithValues: turns.waiting.enumerated().map { ($0.element.id, $0.offset + 1) })
+        let (positions, paused, gate) = turns.withLock { turns in
+            // Positions count the lists that may start: a held one has none.
+            var positions: [Int: Int] = [:]
+            for record in turns.waiting where turns.gate.holding(record.name).isEmpty { positions[record.id] = positions.count + 1 }
+            for record in turns.waiting where positions[record.id] == nil { positions[record.id] = 0 }
+            return (positions, turns.paused, turns.gate)
         }
-        guard !positions.isEmpty else { return records }
+        guard !positions.isEmpty || !paused.isEmpty else { return records }
         return records.map { record in
-            guard !record.state.isFinished, let position = positions[record.id] else { return record }
+            guard !record.state.isFinished else { return record }
             var marked = record
-            marked.state = .waiting
-            marked.position = position
+            if paused.contains(record.id) {
+                marked.state = .held
+                marked.heldFor = gate.holding(record.name)
+            } else if let position = positions[record.id] {
+                if position == 0 {
+                    marked.state = .held
+                    marked.heldFor = gate.holding(record.name)
+                } else {
+                    marked.state = .waiting
+                    marked.position = position
+                }
+            }
             return marked
         }
     }

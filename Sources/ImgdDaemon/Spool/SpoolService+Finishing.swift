@@ -76,6 +76,10 @@ extension SpoolService {
         pruner.schedule()
         runs[id] = nil
         if run.tookTurn { turns.withLock { $0.warmed -= 1 } }
+        if run.paused {
+            turns.withLock { _ = $0.paused.remove(id) }
+            downloader.hold(run.submitter, false)
+        }
         logger.forList(record.name).info(
             "list \(record.state.rawValue): \(record.cached) cached, \(record.alreadyCached) already cached, \(record.failed) failed")
         onEvent(.listDone(record))

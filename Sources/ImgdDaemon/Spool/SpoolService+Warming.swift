@@ -18,16 +18,22 @@ extension SpoolService {
         // Once: a list handed over after a retry may already have been resumed (or the reverse).
         guard runs[record.id] == nil, !turns.withLock({ $0.waiting.contains { $0.id == record.id } }) else { return }
         let cap = warming.activeLists
-        let position = turns.withLock { turns -> Int? in
-            guard turns.warmed >= cap || !turns.waiting.isEmpty else {
+        let (position, heldFor) = turns.withLock { turns -> (Int?, [String]) in
+            let heldFor = turns.gate.holding(record.name)
+            guard turns.warmed >= cap || turns.hasStartableWaiting || !heldFor.isEmpty else {
                 turns.warmed += 1
-                return nil
+                return (nil, [])
             }
             turns.waiting.append(record)
-            return turns.waiting.count
+            return (turns.waiting.count, heldFor)
         }
         guard let position else {
             startRun(record)
+            return
+        }
+        guard heldFor.isEmpty else {
+            logger.forList(record.name).info(
+                "list is held to calendar window \(heldFor.joined(separator: " or ")), closed now: it starts when the window opens")
             return
         }
         logger.forList(record.name).info(
@@ -45,16 +51,37 @@ extension SpoolService {
         guard !stopping else { return }
         let cap = warming.activeLists
         var started = false
+        // Lists paused by their window's close go first once it opens again: their URLs are
+        // queued already.
+        for id in runs.keys.sorted() {
+            guard let run = runs[id], run.paused, !run.cancelled else { continue }
+            let resumed = turns.withLock { turns in
+                guard turns.warmed < cap, turns.gate.holding(run.name).isEmpty else { return false }
+                turns.warmed += 1
+                turns.paused.remove(id)
+                return true
+            }
+            guard resumed else { continue }
+            runs[id]!.paused = false
+            runs[id]!.tookTurn = true
+            downloader.hold(run.submitter, false)
+            logger.forList(run.name).info("list resumes: its calendar window is open")
+            started = true
+        }
         var warmedBy: [UInt32: Int] = [:]
         for run in runs.values where run.tookTurn && !run.cancelled { warmedBy[run.keyOwner, default: 0] += 1 }
         while let record = turns.withLock({ [warmedBy] turns -> ListRecord? in
-            guard turns.warmed < cap, !turns.waiting.isEmpty else { return nil }
-            turns.warmed += 1
-            var next = 0
-            for (index, waiting) in turns.waiting.enumerated()
-            where warmedBy[waiting.keyOwner, default: 0] < warmedBy[turns.waiting[next].keyOwner, default: 0] {
+            guard turns.warmed < cap else { return nil }
+            // Among the lists not held to a closed window.
+            var next: Int?
+            for (index, waiting) in turns.waiting.enumerated() where turns.gate.holding(waiting.name).isEmpty {
+                if let chosen = next, warmedBy[waiting.keyOwner, default: 0] >= warmedBy[turns.waiting[chosen].keyOwner, default: 0] {
+                    continue
+                }
                 next = index
             }
+            guard let next else { return nil }
+            turns.warmed += 1
             return turns.waiting.remove(at: next)
         }) {
             warmedBy[record.keyOwner, default: 0] += 1
@@ -63,6 +90,29 @@ extension SpoolService {
             started = true
         }
         if started { onExecutor { $0.pump() } }
+    }
+
+    /// The calendar windows open now changed: lists held to a window that closed pause (their
+    /// queued URLs are held by the downloader, their running transfers finish, their turn goes
+    /// to another list); lists whose window opened start or resume in turn.
+    public func update(windowGate gate: ListWindowGate) {
+        turns.withLock { $0.gate = gate }
+        for id in runs.keys.sorted() {
+            guard let run = runs[id], run.tookTurn, !run.cancelled, !run.paused else { continue }
+            let heldFor = gate.holding(run.name)
+            guard !heldFor.isEmpty else { continue }
+            runs[id]!.paused = true
+            runs[id]!.tookTurn = false
+            turns.withLock { turns in
+                turns.warmed -= 1
+                turns.paused.insert(id)
+            }
+            downloader.hold(run.submitter, true)
+            logger.forList(run.name).info(
+                "list paused: calendar window \(heldFor.joined(separator: " or ")) closed; its running transfers finish, the rest waits for the window")
+        }
+        startWaiting()
+        pump()
     }
 
     /// Makes the list's run. One that is not `cancelled` has taken its turn (counted in
@@ -83,7 +133,7 @@ extension SpoolService {
         guard !stopping, !stateTrouble.isFailing else { return }
         let window = warming.window, windowBytes = warming.windowBytes
         for id in runs.keys.sorted() {
-            guard var run = runs[id], !run.exhausted, !run.cancelled else { continue }
+            guard var run = runs[id], !run.exhausted, !run.cancelled, !run.paused else { continue }
             let room = window - run.outstanding
             guard room >= max(1, window / 4) else { continue }  // refill in batches, not one by one
             // The items marked `high` first (their own index: none costs nothing), then the rest.

@@ -78,6 +78,13 @@ public actor SpoolService {
         /// Claimed lists waiting for a turn, in the order they start; each its record as it was
         /// when it began waiting (its URLs stay in the database).
         var waiting: [ListRecord] = []
+        /// Which calendar windows are open, for lists held to them.
+        var gate = ListWindowGate.none
+        /// Lists in `runs` paused by their window's close (no turn; their queued URLs held).
+        var paused: Set<Int> = []
+
+        /// The first waiting list that may take a turn now (not held to a closed window).
+        var hasStartableWaiting: Bool { waiting.contains { gate.holding($0.name).isEmpty } }
     }
     var outcomes: [(list: Int, seq: Int, outcome: ListURLOutcome)] = []
     var pins: [(key: CacheKey, until: Int)] = []
@@ -117,6 +124,8 @@ public actor SpoolService {
         /// Whether it took a turn (counts in ``Turns/warmed``): false for a list cancelled before
         /// its turn came, which finishes at once.
         var tookTurn = true
+        /// Paused: its calendar window closed while it was warmed (see ``Turns/paused``).
+        var paused = false
         /// Its final state and time, once a finish was first tried (kept for a retry of it).
         var finishing: (state: ListState, at: Int)?
     }

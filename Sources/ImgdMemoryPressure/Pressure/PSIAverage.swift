@@ -1,11 +1,12 @@
-/// Reading a PSI file's text: `some avg10=1.23 avg60=… avg300=… total=…`.
-enum PSIAverage {
+/// Reading a PSI file's text: `some avg10=1.23 avg60=… avg300=… total=…` (memory, and the
+/// courtesy loop's cpu and io).
+public enum PSIAverage {
     /// The most a PSI file is read: two lines of under 100 bytes each, with room to spare.
     static let readLimit = 1024
 
     /// The `avg10` percentage of the `some` line; nil when there is no such line (a file being
     /// rewritten, or not a PSI file).
-    static func someAvg10(in text: String) -> Double? {
+    public static func someAvg10(in text: String) -> Double? {
         for line in text.split(separator: "\n") where line.hasPrefix("some ") {
             for field in line.split(separator: " ") where field.hasPrefix("avg10=") {
                 return Double(field.dropFirst("avg10=".count))
@@ -15,7 +16,7 @@ enum PSIAverage {
     }
 
     /// Reads `path` and returns its `some` `avg10`.
-    static func read(_ path: String) throws(MemoryPressureError) -> Double? {
+    public static func read(_ path: String) throws(MemoryPressureError) -> Double? {
         someAvg10(in: String(decoding: try DescriptorIO.readFile(path, limit: readLimit), as: UTF8.self))
     }
 }

@@ -82,10 +82,13 @@ extension TransferEngine {
                 return
             }
             if running.count < policy.maxParallel {
-                if let job = queue.next(
-                    isLive: { $0.state == .queued },
-                    canStart: { !self.publishingKeys.contains($0.key) && self.hostCanStart($0.nextTarget, now: now) })
-                {
+                let isLive = { (job: Job) in job.state == .queued }
+                let canStart = { (job: Job) in !self.publishingKeys.contains(job.key) && self.hostCanStart(job.nextTarget, now: now) }
+                // Prefetches at the courtesy cap: only on-demand jobs may take the free slots.
+                let picked = arePrefetchSlotsFull
+                    ? queue.next(priority: .onDemand, isLive: isLive, canStart: canStart)
+                    : queue.next(isLive: isLive, canStart: canStart)
+                if let job = picked {
                     start(job)
                     continue
                 }
@@ -153,14 +156,14 @@ extension TransferEngine {
     func shareSlotsFairly(now: ContinuousClock.Instant) {
         guard now >= nextShareCheck else { return }
         nextShareCheck = now + Self.shareCheckInterval
-        guard running.count >= policy.maxParallel else { return }
+        guard running.count >= policy.maxParallel || arePrefetchSlotsFull else { return }
         let waiting = queue.submitters(at: .prefetch)
         guard !waiting.isEmpty else { return }
         var runningBySubmitter: [SubmitterID: Int] = [:]
         for transfer in running.values where transfer.job.priority == .prefetch {
             runningBySubmitter[transfer.job.submitter, default: 0] += 1
         }
-        let share = max(1, policy.maxParallel / Set(runningBySubmitter.keys).union(waiting).count)
+        let share = max(1, prefetchSlots / Set(runningBySubmitter.keys).union(waiting).count)
         let candidates = running.values.filter {
             $0.job.priority == .prefetch && $0.job.preemptions == 0
                 && runningBySubmitter[$0.job.submitter, default: 0] > share
@@ -190,6 +193,18 @@ extension TransferEngine {
             start(job)
             return
         }
+    }
+
+    /// The slots prefetches may hold: `maxParallel`, or the courtesy loop's lower cap.
+    var prefetchSlots: Int { min(policy.maxParallel, prefetchLimit ?? policy.maxParallel) }
+
+    /// Whether prefetches hold every slot the courtesy cap leaves them. Costs a count of the
+    /// running transfers only while such a cap is below `maxParallel`.
+    var arePrefetchSlotsFull: Bool {
+        guard let limit = prefetchLimit, limit < policy.maxParallel else { return false }
+        var prefetches = 0
+        for transfer in running.values where transfer.job.priority == .prefetch { prefetches += 1 }
+        return prefetches >= limit
     }
 
     /// How often ``shareSlotsFairly(now:)`` and ``endHopelessTransfers(now:)`` look.

@@ -37,6 +37,12 @@ final class TransferEngine: @unchecked Sendable {
         /// A new policy (a reload): transfers that start from now on follow it; running ones finish
         /// under the old one, but for `max-rate`, which holds back their next bytes at the new rate.
         case updatePolicy(DownloadPolicy)
+        /// Holds a submitter's queued prefetches (true) or lets them start again (false): a list
+        /// outside its calendar window. Its running transfers finish; on-demand jobs never wait.
+        case holdSubmitter(SubmitterID, Bool)
+        /// Caps the prefetch transfers running at once below `maxParallel` (the courtesy loop);
+        /// nil lifts the cap. On-demand transfers are not counted and never held by it.
+        case limitPrefetch(Int?)
         /// Calls back on the loop thread, and does nothing else: the watchdog's round trip.
         case ping(@Sendable () -> Void)
         /// Reports the remembered failures (URL and error) to the callback, on the loop thread.
@@ -118,6 +124,8 @@ final class TransferEngine: @unchecked Sendable {
     /// See ``noteStall(now:)``: set when nothing could start, with when a back-off ends.
     var isQueueStalled = false
     var stallLapsesAt: ContinuousClock.Instant?
+    /// Prefetch transfers allowed at once when below `policy.maxParallel` (``Command/limitPrefetch(_:)``); nil: no such cap.
+    var prefetchLimit: Int?
     var retrySerial: UInt64 = 0
     /// Jobs in `.waitingRetry` (the heap may also hold entries of jobs cancelled meanwhile).
     private(set) var waitingRetryCount = 0
@@ -293,6 +301,10 @@ final class TransferEngine: @unchecked Sendable {
             failures.capacity = newPolicy.maxRememberedFailures
             multi?.set(CURLMOPT_MAX_HOST_CONNECTIONS, Self.hostConnectionLimit(newPolicy))
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
+        case .holdSubmitter(let submitter, let held):
+            queue.hold(submitter, held)
+        case .limitPrefetch(let limit):
+            prefetchLimit = limit
         case .ping(let reply):
             reply()
         case .listFailures(let reply):

@@ -30,12 +30,16 @@ struct TransferQueue<Job: AnyObject> {
             if atFront { queues[submitter]!.prepend(job) } else { queues[submitter]!.append(job) }
         }
 
-        mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool, dropped: inout Int) -> Job? {
+        mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool, held: Set<SubmitterID>, dropped: inout Int) -> Job? {
             var turnsLeft = order.count
             while turnsLeft > 0, !order.isEmpty {
                 turnsLeft -= 1
                 if cursor >= order.count { cursor = 0 }
                 let submitter = order[cursor]
+                if !held.isEmpty, held.contains(submitter) {
+                    cursor += 1
+                    continue
+                }
                 let found = take(from: submitter, isLive: isLive, canStart: canStart, dropped: &dropped)
                 if queues[submitter]!.isEmpty {
                     queues[submitter] = nil
@@ -86,6 +90,9 @@ struct TransferQueue<Job: AnyObject> {
     }
 
     private var levels: [Level] = FetchPriority.allCases.map { _ in Level() }
+    /// Submitters whose prefetches wait (a list outside its calendar window): passed over at
+    /// the prefetch level, never at the on-demand one (a `get` that joined such a job goes).
+    private(set) var held: Set<SubmitterID> = []
     /// Entries in all deques, dead ones included until dropped.
     private(set) var entryCount = 0
 
@@ -105,7 +112,7 @@ struct TransferQueue<Job: AnyObject> {
     ///   - canStart: false when the job's host has no free slot right now.
     mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool) -> Job? {
         for index in levels.indices.reversed() {
-            if let job = levels[index].next(isLive: isLive, canStart: canStart, dropped: &entryCount) {
+            if let job = levels[index].next(isLive: isLive, canStart: canStart, held: heldAt(index), dropped: &entryCount) {
                 entryCount -= 1
                 return job
             }
@@ -121,10 +128,19 @@ struct TransferQueue<Job: AnyObject> {
         let found = if let submitter {
             levels[priority.rawValue].next(of: submitter, isLive: isLive, canStart: canStart, dropped: &entryCount)
         } else {
-            levels[priority.rawValue].next(isLive: isLive, canStart: canStart, dropped: &entryCount)
+            levels[priority.rawValue].next(isLive: isLive, canStart: canStart, held: heldAt(priority.rawValue), dropped: &entryCount)
         }
         if found != nil { entryCount -= 1 }
         return found
+    }
+
+    /// Holds `submitter`'s prefetches (true) or lets them go again.
+    mutating func hold(_ submitter: SubmitterID, _ isHeld: Bool) {
+        if isHeld { held.insert(submitter) } else { held.remove(submitter) }
+    }
+
+    private func heldAt(_ level: Int) -> Set<SubmitterID> {
+        level == FetchPriority.prefetch.rawValue ? held : []
     }
 
     /// True when some entry (perhaps dead) is queued at `priority`: a cheap test before a scan.
@@ -135,7 +151,10 @@ struct TransferQueue<Job: AnyObject> {
         let level = levels[priority.rawValue]
         guard !level.order.isEmpty else { return [] }
         let start = min(level.cursor, level.order.count)
-        return Array(level.order[start...] + level.order[..<start])
+        let inTurn = Array(level.order[start...] + level.order[..<start])
+        // A held submitter is not waiting for a slot: it would take none given.
+        let held = heldAt(priority.rawValue)
+        return held.isEmpty ? inTurn : inTurn.filter { !held.contains($0) }
     }
 
     private mutating func insert(_ job: Job, priority: FetchPriority, submitter: SubmitterID, atFront: Bool) {

@@ -41,7 +41,7 @@ final class DaemonProcess: Sendable {
         socket: String? = nil, waitForSocket: Bool = true, launcher: [String] = [], logName: String = "imgd.log"
     ) async throws -> DaemonProcess {
         let log = folder + "/" + logName
-        let command = launcher + [BinaryRunner.imgdPath] + arguments
+        let command = launcher + [BinaryRunner.imgdPath] + Self.withoutCourtesy(arguments)
         let process = try ChildProcess(
             command[0], Array(command.dropFirst()), in: folder, environment: Self.environment(adding: environment),
             stdout: .file(log), stderr: .file(log))
@@ -58,6 +58,16 @@ final class DaemonProcess: Sendable {
             }
         }
         return daemon
+    }
+
+    /// `arguments` with `--courtesy false` added unless they set courtesy themselves: the
+    /// courtesy loop, on by default, lowers prefetch parallelism while the machine is loaded,
+    /// and the suite loads both cores; a test of anything else must not depend on that load.
+    /// The courtesy tests turn it on with their own flags.
+    static func withoutCourtesy(_ arguments: [String]) -> [String] {
+        if arguments.contains(where: { $0.hasPrefix("--courtesy") }) { return arguments }
+        if let first = arguments.first, !first.hasPrefix("-"), first != "run" { return arguments }
+        return arguments + ["--courtesy", "false"]
     }
 
     private init(folder: String, socket: String, logPath: String, process: ChildProcess) {
