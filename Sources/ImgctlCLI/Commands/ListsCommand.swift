@@ -23,8 +23,11 @@ struct ListsCommand: ImgctlSubcommand {
         ])
         for list in lists {
             let count = { (key: String) in list[key]?.intValue.map(HumanFormat.count) ?? "-" }
-            // A list waiting for its turn shows its place: "waiting #2".
+            // A list waiting for its turn shows its place: "waiting #2"; one held to a calendar
+            // window, the window: "held (night)".
+            let windows = (list["window"]?.arrayValue ?? []).compactMap(\.stringValue)
             let state = (list["state"]?.stringValue ?? "?") + (list["position"]?.intValue.map { " #\($0)" } ?? "")
+                + (windows.isEmpty ? "" : " (\(windows.joined(separator: ",")))")
             table.append([
                 list["name"]?.stringValue ?? "?", state, count("total"), count("cached"),
                 count("already_cached"), count("failed"), count("pending"),

@@ -62,7 +62,23 @@ struct StatusCommand: ImgctlSubcommand {
             }
         }
         if let ready = status["ready"] { lines.append(Self.readiness(ready)) }
+        if let window = status["window"] { lines.append(Self.window(window)) }
+        if let reason = status["courtesy"]?["reason"]?.stringValue { lines.append("courtesy: \(HumanFormat.text(reason))") }
         return lines
+    }
+
+    /// "window: night, closes in 3h 10m (max-parallel 32)", "window: none (max-parallel 8); night opens in 5h".
+    static func window(_ window: JSONValue) -> String {
+        let caps = "max-parallel \(window["max_parallel"]?.intValue ?? 0)"
+            + (window["max_rate"]?.intValue.map { ", max-rate \(HumanFormat.size($0))/s" } ?? "")
+        if let name = window["name"]?.stringValue {
+            let until = window["current"]?["closes_at"]?.intValue.map { ", closes " + HumanFormat.fromNow(milliseconds: $0) } ?? ""
+            return "window: \(HumanFormat.text(name))\(until) (\(caps))"
+        }
+        guard let next = window["next"], let name = next["name"]?.stringValue, let opens = next["opens_at"]?.intValue else {
+            return "window: none (\(caps))"
+        }
+        return "window: none (\(caps)); \(HumanFormat.text(name)) opens \(HumanFormat.fromNow(milliseconds: opens))"
     }
 
     /// "ready: yes (20 of 20 URLs cached)", "ready: no: /etc/imgd/hot.txt: no such file".

@@ -49,6 +49,11 @@ public enum HumanFormat {
         return value < 0 ? "-" + grouped : grouped
     }
 
+    /// A coming moment (milliseconds since the epoch) as the time left: "in 3h 10m".
+    static func fromNow(milliseconds: Int, now: Double = Double(WallClock.systemMilliseconds()) / 1000) -> String {
+        "in " + duration(seconds: max(0, Double(milliseconds) / 1000 - now).rounded(.up))
+    }
+
     /// A moment the daemon reported, for a table: "3m 10s ago" for a number (milliseconds since
     /// the epoch, as `lists` sends `claimed_at`; seconds when too small to be milliseconds), as
     /// given for text (RFC 3339, as the spool's reports write it), "-" for anything else.
