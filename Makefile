@@ -17,7 +17,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter prometheus systemd-container debootstrap
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-http bench-window bench-courtesy bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
+.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-http bench-window bench-courtesy bench-fleet bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
 
 # Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
 # every start (exit 101) is in place for the install, unless the machine has one of its own.
@@ -138,6 +138,13 @@ bench-window: deps
 COURTESY_ARGS ?=
 bench-courtesy: deps
 	bench/courtesy-bench.sh $(COURTESY_ARGS)
+
+# Issue 31's fleet: 1, 4 and 8 daemons warming one list through the shipped nginx tier and
+# without it, from an origin with a 20 ms delay; origin requests per URL and completion p50/p99
+# to bench/RESULTS.md (needs root: nginx). FLEET_ARGS=--quick for a smoke run.
+FLEET_ARGS ?=
+bench-fleet: deps
+	bench/fleet-bench.sh $(FLEET_ARGS)
 
 # Issue 28's guard against going back (needs root: nginx, a loop mount): the working tree against
 # REF (a commit), both built in release (REF once, cached by commit under bench/work/compare),
