@@ -178,6 +178,65 @@ struct ExpiringURLTests {
         }
     }
 
+    @Test("a retry that would start after the URL's expiry is not waited for: the URL ends url_expired after its one request")
+    func retryPastExpiry() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path)
+            defer { daemon.killIfRunning() }
+            let expiresAt = Self.nowSeconds + 20
+            // 503 with Retry-After 60: the retry would start 40 s after the URL expires.
+            let busy = server.url("/flaky/busy.png?fail=5&status=503&retry_after=60&" + Self.cloudFront(expiresAt: expiresAt))
+            let started = ContinuousClock.now
+            try daemon.drop("busy.txt", busy + "\n")
+            let list = try #require(await daemon.finishedList("busy.txt", timeout: .seconds(15)))
+            #expect(list["failed"] as? Int == 1, "\(list)")
+            #expect(ContinuousClock.now - started < .seconds(15))
+            #expect(server.requestCount(prefix: "/flaky/busy.png") == 1, "\(server.requestLog)")
+            let report = try #require(await daemon.report("busy.txt", in: "failed"))
+            #expect((report["failed_by_code"] as? [String: Int])?["url_expired"] == 1, "\(report)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
+    @Test(
+        "a member's URL that expires while queued does not fail another user's fresh URL of the same key that joined it: the fresh one is fetched",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to act as a second uid"))
+    func memberCannotExpireAnotherUsersRequest() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try scratch.write("imgd.toml", """
+            max-parallel = 1
+            [host."127.0.0.1"]
+            key-ignore-query = ["Expires", "Signature", "Key-Pair-Id"]
+            """)
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.startShared(in: scratch, ["--config", scratch.path + "/imgd.toml"])
+            defer { daemon.killIfRunning() }
+            _ = try await daemon.result(#"{"cmd":"get","url":"\#(server.url("/img/holder.png?gate=hold"))","wait":false}"#)
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(20)))
+            let expiresAt = Self.nowSeconds + 4
+            let theirs = server.url("/img/shared.png?" + Self.cloudFront(expiresAt: expiresAt, signature: "member"))
+            let added = try await OtherUser.plain.result(jsonLine(["cmd": "add", "urls": [theirs]]), socket: daemon.socket)
+            #expect(added["accepted"] as? Int == 1, "\(added)")
+            #expect(await eventually(timeout: .seconds(20)) {
+                (try? await daemon.result(#"{"cmd":"status"}"#))?["queued"] as? Int == 1
+            })
+            // Root's own URL of the same key joins the member's job while it waits.
+            let mine = server.url("/img/shared.png?" + Self.cloudFront(expiresAt: Self.nowSeconds + 3600, signature: "root"))
+            _ = try await daemon.result(#"{"cmd":"add","urls":["\#(mine)"]}"#)
+            #expect(await eventually(timeout: .seconds(20)) { URLExpiry.now() >= expiresAt * 1000 })
+            server.openGate("hold")
+            #expect(await eventually(timeout: .seconds(20)) {
+                (try? await daemon.call(#"{"cmd":"get","url":"\#(mine)","fetch":false}"#))?["result"] != nil
+            })
+            #expect(server.requestCount(prefix: "/img/shared.png") == 1, "\(server.requestLog)")
+            #expect(server.requestLog.contains { $0.hasPrefix("/img/shared.png") && $0.contains("Signature=root") }, "\(server.requestLog)")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("get and add of an expired URL answer url_expired with its expiry and request nothing; a cached image is still served")
     func getAndAdd() async throws {
         let scratch = try ScratchFolder()
