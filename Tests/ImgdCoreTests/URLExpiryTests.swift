@@ -122,6 +122,26 @@ struct URLExpiryTests {
         #expect(expiry.description == "2026-12-07T05:30:00Z (Expires)")
     }
 
+    @Test("every instant from 1970 to 9999 written in each form reads back to the second; random bytes in the values never read as an expiry they do not spell")
+    func roundTripsAndNoise() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let seconds = Int.random(in: 0..<253_402_300_800, using: &generator)
+            let iso = URLExpiry.iso8601(milliseconds: seconds * 1000)
+            let amzDate = iso.filter { $0 != "-" && $0 != ":" }
+            #expect(Self.expiry("https://h/x?X-Amz-Date=\(amzDate)&X-Amz-Expires=0")?.milliseconds == seconds * 1000, "\(iso)")
+            #expect(Self.expiry("https://h/x?sig=s&se=\(iso)")?.milliseconds == seconds * 1000, "\(iso)")
+            #expect(Self.expiry("https://h/x?Signature=s&Expires=\(seconds)")?.milliseconds == seconds * 1000)
+            // A byte other than a digit in the seconds makes the value unknown.
+            var noisy = Array(String(seconds).utf8)
+            // Punctuation that is not a query's own (`&`, `#`, `%`).
+            let noise: [UInt8] = [0x21, 0x22, 0x24, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x2D, 0x2E, 0x2F, 0x3A, 0x3B, 0x41, 0x7A]
+            noisy[Int.random(in: 0..<noisy.count, using: &generator)] = noise.randomElement(using: &generator)!
+            let text = String(decoding: noisy, as: UTF8.self)
+            #expect(Self.expiry("https://h/x?Signature=s&Expires=\(text)") == nil, "\(text)")
+        }
+    }
+
     @Test("read from an ImageURL's normalised text, as the engine and the spool read it")
     func fromImageURL() throws {
         let url = try ImageURL("HTTPS://Example.COM:443/a.png?X-Amz-Date=20261207T053000Z&X-Amz-Expires=0#frag")

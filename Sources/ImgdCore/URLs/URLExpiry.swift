@@ -187,9 +187,9 @@ extension URLExpiry {
             }
         }
 
-        /// A count of seconds: 1 to 11 ASCII digits (no sign, no space, no fraction).
+        /// A count of seconds: 1 to 12 ASCII digits (no sign, no space, no fraction).
         static func seconds(_ text: String) -> Int? {
-            guard (1...11).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            guard (1...12).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
             return Int(text)
         }
 
