@@ -43,6 +43,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The response says `Cache-Control: no-store`: imgd must not keep it. Final, and
     /// remembered like any failure of the URL.
     case notCacheable(String)
+    /// A signed URL past the expiry its query states: refused without a request, or its origin
+    /// answered `status` (403) at or after that expiry. Final, and never remembered against its
+    /// key: the same image under a re-signed URL must be fetched.
+    case urlExpired(URLExpiry, status: Int? = nil)
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
@@ -72,6 +76,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .diskFull: .diskFull
         case .checksumMismatch: .checksumMismatch
         case .notCacheable: .notCacheable
+        case .urlExpired: .urlExpired
         }
     }
 
@@ -88,6 +93,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyRedirects(let limit): "more than \(limit) redirects"
         case .cancelled: "cancelled"
         case .checksumMismatch(let expected, let received): "the body's SHA-256 is \(received), not the \(expected) asked for"
+        case .urlExpired(let expiry, let status?):
+            "the server answered HTTP \(status) and the URL expired at \(expiry.iso8601) (its \(expiry.form.rawValue)): re-sign it and ask again"
+        case .urlExpired(let expiry, nil):
+            "the URL's signature is valid only until \(expiry.iso8601) (its \(expiry.form.rawValue)), so it was not requested: re-sign it and ask again"
         }
     }
 
@@ -112,7 +121,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         // the attempts setting: a CDN node serving an old copy may be followed by one that is
         // current, but an origin serving other bytes will not change its mind.
         case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
-            .checksumMismatch, .notCacheable:
+            .checksumMismatch, .notCacheable, .urlExpired:
             false
         }
     }

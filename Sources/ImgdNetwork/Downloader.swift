@@ -100,6 +100,8 @@ public final class Downloader: Sendable {
     public func revalidateIfDue(_ request: ImageRequest, entry: IndexEntry) -> Bool {
         let policy = refresh.withLock { $0 }
         guard policy.isDue(entry.freshness, override: request.refresh, now: WallClock.nowMilliseconds()) else { return false }
+        // An expired signed URL would only be refused: the entry stays due, for a fresh URL's use.
+        if Self.expiry(of: request.url) != nil { return false }
         let cap = HeldRequestLimit(requests: maxPendingRevalidations.load(ordering: .relaxed), bytes: .max)
         guard pendingRevalidations.take(1, bytes: HeldRequests.bytes(of: request.url), limit: cap) else { return false }
         let observer = revalidationObserver.withLock { $0 }
@@ -202,6 +204,7 @@ public final class Downloader: Sendable {
         checkingDisk: Bool = true
     ) async throws(DownloadError) -> CachedImage {
         if checkingDisk, let image = cachedImage(for: request) { return image }
+        if let expiry = Self.expiry(of: request.url) { throw .urlExpired(expiry) }
         _ = held.take(1, bytes: HeldRequests.bytes(of: request.url), limit: nil)
         let token = FetchToken(request: request, priority: priority, submitter: submitter, held: held, caller: caller)
         let outcome = await withTaskCancellationHandler {
@@ -254,6 +257,13 @@ public final class Downloader: Sendable {
                 missing.append(request)
             }
         }
+        // A signed URL already past its expiry is answered `url_expired` without a request.
+        var expired: [(ImageRequest, URLExpiry)] = []
+        missing.removeAll { request in
+            guard let expiry = Self.expiry(of: request.url) else { return false }
+            expired.append((request, expiry))
+            return true
+        }
         // Decided before any handler runs, so a refused request has no effect at all.
         let missingBytes = missing.reduce(0) { $0 + HeldRequests.bytes(of: $1.url) }
         let counted = limit != nil && caller != nil
@@ -268,6 +278,7 @@ public final class Downloader: Sendable {
                     url: request.url, key: request.key, path: entry.path, bytes: entry.entry.bytes, source: .disk, download: nil,
                     entry: entry.entry)))
         }
+        for (request, expiry) in expired { handler(request.url, .failure(.urlExpired(expiry))) }
         guard !missing.isEmpty else { return true }
         let tokens = missing.map {
             FetchToken(
@@ -278,6 +289,25 @@ public final class Downloader: Sendable {
             for token in tokens { token.answer(.failure(.cancelled)) }
         }
         return true
+    }
+
+    /// The expiry `url`'s query states (``URLExpiry``) when it has passed now; nil when it has
+    /// not, or the URL states none. Asked only of URLs not found on disk (a cached image is
+    /// served whatever its URL's signature says).
+    static func expiry(of url: ImageURL) -> URLExpiry? {
+        guard let expiry = URLExpiry(url), expiry.isExpired(at: URLExpiry.now()) else { return nil }
+        return expiry
+    }
+
+    /// `url_expired` for `request` when its URL is past its expiry and its entry is not cached
+    /// (with the digest it names): what ``prefetch(_:submitter:priority:limit:caller:handler:)``
+    /// would answer it, for a caller that replies before the answer comes (`add`).
+    public func expiredAndMissing(_ request: ImageRequest) -> DownloadError? {
+        guard let expiry = Self.expiry(of: request.url) else { return nil }
+        if let found = cache.lookup(request.key), request.expectedSHA256 == nil || request.expectedSHA256 == found.entry.sha256 {
+            return nil
+        }
+        return .urlExpired(expiry)
     }
 
     /// Requests handed to the engine and not answered yet (queued, running, publishing, waiting

@@ -5,7 +5,12 @@ import ImgdProtocol
 struct RetryCommand: ImgctlSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
-        abstract: "Queue failed downloads again: URL, a link list's (--list), or every remembered failure (neither).")
+        abstract: "Queue failed downloads again: URL, a link list's (--list), or every remembered failure (neither).",
+        discussion: """
+            A list's URLs that failed url_expired (a signed URL past its expiry) are not queued again: \
+            the origin would refuse them. Re-sign them (the list's report lists them under "expired") \
+            and drop them in a new list.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -28,5 +33,10 @@ struct RetryCommand: ImgctlSubcommand {
         guard !session.json else { return }
         let requeued = result["requeued"]?.intValue ?? 0
         session.output("requeued \(HumanFormat.count(requeued)) URL\(requeued == 1 ? "" : "s")")
+        if let expired = result["expired"]?.intValue, expired > 0 {
+            session.warn(
+                "imgctl: \(HumanFormat.count(expired)) expired URL\(expired == 1 ? "" : "s") (url_expired) not requeued: "
+                    + "retrying cannot help; re-sign them (the list's report lists them under \"expired\") and drop them again")
+        }
     }
 }

@@ -40,6 +40,10 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case badURL = "bad_url"
     /// A link list that cannot be read or is refused whole.
     case badList = "bad_list"
+    /// A signed URL past the expiry its query states (``URLExpiry``): not requested (or its
+    /// origin's 403 came after that expiry), not retried, not remembered against its key. Re-sign
+    /// it and ask again.
+    case urlExpired = "url_expired"
 
     /// The code of an HTTP status failure: `http_404`.
     public static func http(status: Int) -> String { "\(http.rawValue)_\(status)" }

@@ -29,6 +29,13 @@ extension DaemonCommands {
                     var request = services.downloader.request(for: url, chosenKey: options.key, owner: self.request.peer.uid, sha256: options.sha256)
                     if options.isHighPriority { request.priority = .onDemand }
                     request.refresh = options.refresh ?? refresh
+                    // A signed URL past its expiry (and not cached) is refused in the reply: it would
+                    // only fail, and the caller needs its expiry to re-sign it.
+                    if let expired = services.downloader.expiredAndMissing(request) {
+                        rejected.append(["url": .string(text), "code": .string(expired.code), "message": .string(expired.message)])
+                        services.outcomes.record(url, .failure(expired))
+                        continue
+                    }
                     if let own = options.pin { pins[request.key] = Int(own.components.seconds) * 1000 }
                     requests.append(request)
                     continue

@@ -112,9 +112,16 @@ extension DaemonCommands {
                 try await spool.retry(list: name, if: mayActOnList)
             }
             switch outcome {
-            case .requeued(let requeued):
+            case .requeued(let requeued, let expired):
                 logChange("retry: list \(EchoedText.cut(name)), \(requeued) URLs")
-                return ["requeued": JSONValue(requeued)]
+                guard expired > 0 else { return ["requeued": JSONValue(requeued)] }
+                // Not requeued: the origin would refuse them again; only a re-signed URL helps.
+                return [
+                    "requeued": JSONValue(requeued), "expired": JSONValue(expired),
+                    "message": .string(
+                        "\(expired) URLs failed url_expired and were not requeued: retrying cannot help them; "
+                            + "re-sign them (the list's report lists them under \"expired\") and drop them again"),
+                ]
             case .notFound:
                 throw .notFound("no list is named \(EchoedText.cut(name))")
             case .forbidden(let owner):

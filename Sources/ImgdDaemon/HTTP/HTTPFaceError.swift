@@ -94,6 +94,8 @@ struct HTTPFaceError: Error, Sendable, Equatable {
         case .diskFull: return .insufficientStorage
         case .disk: return .internalServerError
         case .cancelled: return .serviceUnavailable
+        // The URL asked for is no longer valid; asking again will not help, a re-signed one will.
+        case .urlExpired: return .gone
         case .dns, .connect, .tls, .network, .http, .tooManyRedirects, .truncated, .notImage, .corrupt,
             .checksumMismatch, .notCacheable, .badList:
             return .badGateway

@@ -10,8 +10,9 @@ public enum ListCancellation: Sendable, Equatable {
 
 /// What ``SpoolService/retry(list:if:)`` did.
 public enum ListRetry: Sendable, Equatable {
-    /// Requeued `count` failed URLs (0: the list had none).
-    case requeued(Int)
+    /// Requeued `count` failed URLs (0: the list had none); `expired` failed `url_expired` and
+    /// were not requeued (only re-signed URLs, in a new list, can cure them).
+    case requeued(Int, expired: Int = 0)
     /// No list has that name.
     case notFound
     /// Not allowed for this caller; `owner` is the uid that owned the list's file (nil: not recorded).

@@ -65,6 +65,11 @@ struct ListReportWriter: Sendable {
             json.string(Self.rfc3339(record.claimedAt))
             json.raw(",\n  \"duration_s\": ")
             json.raw("\(Double(finishedAt - record.claimedAt) / 1000)")
+            if let expired = failureCounts[FailureCode.urlExpired.rawValue], expired > 0 {
+                json.raw(",\n  \"expired\": [")
+                let listed = try writeExpired(of: record.id, to: &json)
+                json.raw(listed == 0 ? "]" : "\n  ]")
+            }
             json.raw(",\n  \"failed\": ")
             json.int(record.failed)
             json.raw(",\n  \"failed_by_code\": {")
@@ -112,6 +117,38 @@ struct ListReportWriter: Sendable {
                 json.string(failure.message, limit: Self.echoLimit)
                 json.raw(", \"url\": ")
                 json.string(failure.url, limit: Self.echoLimit)
+                json.raw("}")
+                written += 1
+            }
+            after = last.seq
+            if page.count < limit { break }
+        }
+        return written
+    }
+
+    /// Streams the list's items that failed `url_expired` (``ListStore/expiredURLs(list:after:limit:)``),
+    /// up to ``reportedFailures``, each with its URL, line, expiry and chosen key: what the
+    /// dropper re-signs and drops again (`retry` does not requeue them). Returns how many.
+    private func writeExpired(of list: Int, to json: inout JSONStreamWriter) throws(SQLiteError) -> Int {
+        var written = 0
+        var after = 0
+        while written < Self.reportedFailures {
+            let limit = min(Self.pageSize, Self.reportedFailures - written)
+            let page = try store.expiredURLs(list: list, after: after, limit: limit)
+            guard let last = page.last else { break }
+            for item in page {
+                json.raw(written == 0 ? "\n    {\"expires_at\": " : ",\n    {\"expires_at\": ")
+                if let at = item.expiresAt { json.string(URLExpiry.iso8601(milliseconds: at)) } else { json.raw("null") }
+                if let key = item.chosenKey {
+                    json.raw(", \"key\": ")
+                    json.string(key, limit: Self.echoLimit)
+                }
+                json.raw(", \"line\": ")
+                json.int(item.line)
+                json.raw(", \"url\": ")
+                // Whole (a URL is at most 8 KiB): a signed URL is often longer than the echo
+                // limit, and the dropper needs all of it to re-sign.
+                json.string(item.url, limit: ImageURL.maximumLength)
                 json.raw("}")
                 written += 1
             }

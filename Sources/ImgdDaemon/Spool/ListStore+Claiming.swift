@@ -74,7 +74,8 @@ extension ListStore {
     }
 
     /// Records a slice of a list's lines (in one transaction): URLs as pending with their
-    /// item's options, bad lines as failed with their code and message.
+    /// item's options (and the expiry a signed URL states), bad lines as failed with their code
+    /// and message.
     public func addLines(
         list: Int,
         _ lines: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions)]
@@ -84,8 +85,8 @@ extension ListStore {
             try connection.transaction { () throws(SQLiteError) in
                 let insert = try connection.statement("""
                     INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high,
-                        refresh)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                        refresh, expires_ms)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                     """)
                 var pending = 0
                 var failed = 0
@@ -103,6 +104,8 @@ extension ListStore {
                     insert.bind(10, entry.options.pin.map { Int($0.components.seconds) * 1000 })
                     insert.bind(11, entry.options.isHighPriority ? 1 : nil)
                     insert.bind(12, entry.options.refresh?.description)
+                    // A signed URL's expiry orders the pending reads (``pendingExpiringURLs``).
+                    insert.bind(13, entry.failure == nil ? URLExpiry(urlText: entry.url)?.milliseconds : nil)
                     try insert.step()
                     if entry.failure == nil { pending += 1 } else { failed += 1 }
                 }

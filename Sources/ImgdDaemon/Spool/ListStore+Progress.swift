@@ -5,7 +5,8 @@ import ImgdStore
 /// of the failures, the end.
 extension ListStore {
     /// Up to `limit` pending URLs of `list` after `seq`, in list order: the items marked
-    /// `high` when `high` is true, the others when false.
+    /// `high` when `high` is true, the others whose URL states no expiry when false (those that
+    /// do are read by ``pendingExpiringURLs(list:after:limit:)``).
     public func pendingURLs(list: Int, after seq: Int, limit: Int, high: Bool = false) throws(SQLiteError) -> [PendingURL] {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement(
@@ -16,7 +17,7 @@ extension ListStore {
                     """
                     : """
                     SELECT seq, url, item_key, sha256, pin_ms, refresh FROM list_urls
-                    WHERE list_id = ?1 AND state = 0 AND seq > ?2 AND high IS NULL ORDER BY seq LIMIT ?3
+                    WHERE list_id = ?1 AND state = 0 AND seq > ?2 AND high IS NULL AND expires_ms IS NULL ORDER BY seq LIMIT ?3
                     """)
             defer { statement.reset() }
             statement.bind(1, list)
@@ -30,6 +31,35 @@ extension ListStore {
                 options.pin = statement.optionalInt(4).map { .milliseconds($0) }
                 options.refresh = statement.string(5).flatMap { try? RefreshRule(parsing: $0) }
                 found.append(PendingURL(seq: statement.int(0), url: statement.string(1) ?? "", options: options))
+            }
+            return found
+        }
+    }
+
+    /// Up to `limit` pending URLs of `list` not marked `high` whose URL states an expiry, soonest
+    /// first (list order among equals), after `cursor` (the last one read: its expiry and seq;
+    /// nil for the first read). Read by their partial index: a list without any costs one probe.
+    public func pendingExpiringURLs(list: Int, after cursor: (expiresAt: Int, seq: Int)?, limit: Int) throws(SQLiteError) -> [PendingURL] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("""
+                SELECT seq, url, item_key, sha256, pin_ms, refresh, expires_ms FROM list_urls INDEXED BY list_urls_expiring
+                WHERE list_id = ?1 AND state = 0 AND high IS NULL AND expires_ms IS NOT NULL AND (expires_ms, seq) > (?2, ?3)
+                ORDER BY expires_ms, seq LIMIT ?4
+                """)
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, cursor?.expiresAt ?? Int.min)
+            statement.bind(3, cursor?.seq ?? Int.min)
+            statement.bind(4, limit)
+            var found: [PendingURL] = []
+            while try statement.step() {
+                var options = LinkListItemOptions(isHighPriority: false)
+                options.key = statement.string(2)
+                options.sha256 = statement.string(3).flatMap(SHA256Digest.init(hex:))
+                options.pin = statement.optionalInt(4).map { .milliseconds($0) }
+                options.refresh = statement.string(5).flatMap { try? RefreshRule(parsing: $0) }
+                found.append(PendingURL(
+                    seq: statement.int(0), url: statement.string(1) ?? "", options: options, expiresAt: statement.optionalInt(6)))
             }
             return found
         }
@@ -121,7 +151,7 @@ extension ListStore {
     }
 
     /// Puts the failed URLs of `list` back to pending (except bad lines and a broken list's
-    /// syntax, which would fail the same way) and forgets the name its file had in `done/` or
+    /// syntax, which would fail the same way, and expired URLs, which only a re-signed URL cures) and forgets the name its file had in `done/` or
     /// `failed/` (it finishes again under the first free one). Returns how many, or nil when the
     /// list is not recorded any more: retired by the pruner since it was looked up (its URL rows
     /// may still be there, being deleted; they are left alone). The check and the requeue are one
@@ -136,7 +166,7 @@ extension ListStore {
                 recorded.reset()
                 guard found else { return nil }
                 let update = try connection.statement(
-                    "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code NOT IN ('bad_url', 'bad_list')")
+                    "UPDATE list_urls SET state = 0, code = NULL, message = NULL WHERE list_id = ?1 AND state = 3 AND code NOT IN ('bad_url', 'bad_list', 'url_expired')")
                 update.bind(1, list)
                 try update.step()
                 let changed = connection.changes

@@ -85,6 +85,31 @@ extension ListStore {
         }
     }
 
+    /// One page of `list`'s items that failed `url_expired`, in list order: those after `seq`,
+    /// at most `limit`, each with its seq, line, URL, the expiry read at the claim (nil when the
+    /// URL states none: never for a claimed one) and its chosen key: what a dropper re-signs.
+    public func expiredURLs(list: Int, after seq: Int, limit: Int) throws(SQLiteError)
+        -> [(seq: Int, line: Int, url: String, expiresAt: Int?, chosenKey: String?)]
+    {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("""
+                SELECT seq, line, url, expires_ms, item_key FROM list_urls
+                WHERE list_id = ?1 AND state = 3 AND code = 'url_expired' AND seq > ?2 ORDER BY seq LIMIT ?3
+                """)
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, seq)
+            statement.bind(3, limit)
+            var found: [(seq: Int, line: Int, url: String, expiresAt: Int?, chosenKey: String?)] = []
+            while try statement.step() {
+                found.append((
+                    statement.int(0), statement.int(1), statement.string(2) ?? "", statement.optionalInt(3), statement.string(4)
+                ))
+            }
+            return found
+        }
+    }
+
     /// Failure counts of `list` by error code.
     public func failureCounts(list: Int) throws(SQLiteError) -> [String: Int] {
         try connection.withLock { connection throws(SQLiteError) in

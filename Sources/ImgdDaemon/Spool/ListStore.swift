@@ -61,6 +61,7 @@ public final class ListStore: Sendable {
             pin_ms INTEGER,
             high INTEGER,
             refresh TEXT,
+            expires_ms INTEGER,
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
@@ -115,6 +116,16 @@ public final class ListStore: Sendable {
         if (try? connection.statement("SELECT refresh FROM list_urls LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE list_urls ADD COLUMN refresh TEXT")
         }
+        // And before signed URLs' expiries (NULL: none known, as for every URL claimed before).
+        if (try? connection.statement("SELECT expires_ms FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE list_urls ADD COLUMN expires_ms INTEGER")
+        }
+        // The pending items whose URL states an expiry, soonest first: read after the `high` ones
+        // and before the rest; a partial index, so a list without any costs nothing.
+        try connection.execute("""
+            CREATE INDEX IF NOT EXISTS list_urls_expiring ON list_urls(list_id, expires_ms, seq)
+            WHERE state = 0 AND high IS NULL AND expires_ms IS NOT NULL
+            """)
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.
         try connection.execute("CREATE INDEX IF NOT EXISTS list_urls_high ON list_urls(list_id, seq) WHERE high = 1 AND state = 0")

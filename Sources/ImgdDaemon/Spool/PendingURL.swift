@@ -6,4 +6,7 @@ public struct PendingURL: Sendable, Equatable {
     public let seq: Int
     public let url: String
     public let options: LinkListItemOptions
+    /// When its signed URL expires (milliseconds since 1970; ``URLExpiry``), as read at the
+    /// claim; nil when its URL states none.
+    public var expiresAt: Int? = nil
 }

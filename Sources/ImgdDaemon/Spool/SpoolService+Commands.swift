@@ -113,13 +113,17 @@ extension SpoolService {
             // Retired by the pruner since the lookup: as if it had not been found (its file stays
             // in failed/, no run is made for a list the database no longer has).
             guard let requeued = try store.requeueFailures(list: record.id) else { return .notFound }
-            guard requeued > 0 else { return .requeued(0) }
+            // Left failed: a retry cannot cure an expired signature (the reply says so).
+            let expired = try store.failureCounts(list: record.id)[FailureCode.urlExpired.rawValue] ?? 0
+            guard requeued > 0 else { return .requeued(0, expired: expired) }
             if turns.withLock({ $0.waiting.contains { $0.id == record.id } }) {
                 // Waiting for its turn: it reads its pending URLs, these among them, when it starts.
-                return .requeued(requeued)
+                return .requeued(requeued, expired: expired)
             }
             if var run = runs[record.id] {
                 run.cursor = 0
+                run.expiringCursor = nil
+                run.expiringRead = false
                 run.exhausted = false
                 run.cancelled = false
                 runs[record.id] = run
@@ -133,7 +137,7 @@ extension SpoolService {
                 admit(record)
             }
             pump()
-            return .requeued(requeued)
+            return .requeued(requeued, expired: expired)
         }
     }
 

@@ -136,22 +136,26 @@ extension SpoolService {
             guard var run = runs[id], !run.exhausted, !run.cancelled, !run.paused else { continue }
             let room = window - run.outstanding
             guard room >= max(1, window / 4) else { continue }  // refill in batches, not one by one
-            // The items marked `high` first (their own index: none costs nothing), then the rest.
+            // The items marked `high` first (their own index: none costs nothing), then those whose
+            // signed URL expires, soonest first (the same), then the rest.
             var rows: [PendingURL] = []
-            var high = false
+            var phase = ReadPhase.rest
             do {
                 if let highCursor = run.highCursor {
                     rows = try store.pendingURLs(list: id, after: highCursor, limit: room, high: true)
-                    high = !rows.isEmpty
-                    if !high { run.highCursor = nil }
+                    if rows.isEmpty { run.highCursor = nil } else { phase = .high }
                 }
-                if !high { rows = try store.pendingURLs(list: id, after: run.cursor, limit: room) }
+                if phase == .rest, !run.expiringRead {
+                    rows = try store.pendingExpiringURLs(list: id, after: run.expiringCursor, limit: room)
+                    if rows.isEmpty { run.expiringRead = true } else { phase = .expiring }
+                }
+                if phase == .rest { rows = try store.pendingURLs(list: id, after: run.cursor, limit: room) }
             } catch {
                 // Not read is not exhausted: read again on the retry.
                 stateFailed("reading the list's pending URLs from the state database", error, list: run.name)
                 return
             }
-            if !high {
+            if phase == .rest {
                 guard !rows.isEmpty else {
                     run.exhausted = true
                     runs[id] = run
@@ -160,11 +164,11 @@ extension SpoolService {
                 }
             }
             var urls: [ImageRequest] = []
-            var lastSeq: Int?
+            var lastRow: PendingURL?
             for row in rows {
                 guard let url = try? ImageURL(row.url) else {
                     outcomes.append((id, row.seq, .failed(code: FailureCode.badURL.rawValue, message: "not a URL: \(row.url)")))
-                    lastSeq = row.seq
+                    lastRow = row
                     continue
                 }
                 // Bytes as the downloader counts them. Past the list's share, the rest of the rows
@@ -178,10 +182,14 @@ extension SpoolService {
                 run.outstanding += 1
                 run.outstandingBytes += size
                 run.inFlight[url.normalized, default: []].append((row.seq, row.options.pin.map { Int($0.components.seconds) * 1000 }))
-                lastSeq = row.seq
+                lastRow = row
             }
-            if let lastSeq {
-                if high { run.highCursor = lastSeq } else { run.cursor = lastSeq }
+            if let lastRow {
+                switch phase {
+                case .high: run.highCursor = lastRow.seq
+                case .expiring: run.expiringCursor = (lastRow.expiresAt ?? Int.max, lastRow.seq)
+                case .rest: run.cursor = lastRow.seq
+                }
             }
             runs[id] = run
             guard !urls.isEmpty else {
@@ -200,8 +208,21 @@ extension SpoolService {
                 }
                 if isFirst { onExecutor { $0.takeAnswers() } }
             }
+            // The high or expiring items ran out with room to spare: the next ones are read on the
+            // next turn, not after the first answer (a slow first item would idle the slots).
+            if phase != .rest, rows.count < room { onExecutor { $0.pump() } }
         }
         scheduleFlush()
+    }
+
+    /// Which of a list's pending items a read of ``pump()`` takes.
+    enum ReadPhase {
+        /// Those marked `high`, in list order.
+        case high
+        /// Those whose signed URL states an expiry, soonest first.
+        case expiring
+        /// The others, in list order.
+        case rest
     }
 
     /// On the queue: answers everything the downloader has handed over since the last time.

@@ -112,6 +112,11 @@ public actor SpoolService {
         var cursor = 0
         /// The same for the items marked `high`, which are read first; nil once they are all read.
         var highCursor: Int? = 0
+        /// The last item read of those whose signed URL states an expiry, read soonest first after
+        /// the `high` ones and before the rest (its expiry and seq; nil before the first read).
+        var expiringCursor: (expiresAt: Int, seq: Int)? = nil
+        /// True once every pending item with an expiry has been read.
+        var expiringRead = false
         /// Seqs handed to the downloader with their item's own pin, by normalised URL (a URL may
         /// appear twice in a list).
         var inFlight: [String: [(seq: Int, pin: Int?)]] = [:]

@@ -20,7 +20,11 @@ final class Job {
         case finished
     }
 
-    let url: ImageURL
+    /// What it fetches: its first waiter's URL, or (``TransferEngine/refuseIfExpired(_:)``) a
+    /// later waiter's of the same key when the first one's signature expired while queued.
+    var url: ImageURL
+    /// When ``url`` stops working, if its query says (a signed URL's ``URLExpiry``).
+    var expiry: URLExpiry?
     let key: CacheKey
     /// The digest the first waiter named, checked by the publisher; a waiter that joined naming
     /// another is answered `checksum_mismatch` if the body has the job's.
@@ -78,6 +82,7 @@ final class Job {
     init(first waiter: FetchToken, serial: UInt64) {
         self.serial = serial
         url = waiter.url
+        expiry = URLExpiry(waiter.url)
         key = waiter.key
         expectedSHA256 = waiter.expectedSHA256
         validators = waiter.validators

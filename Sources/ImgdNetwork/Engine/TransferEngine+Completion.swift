@@ -26,7 +26,7 @@ extension TransferEngine {
             return
         }
         // The handle goes with the transfer once `conclude` has read what it needs from it.
-        let arrival = conclude(transfer, result: result)
+        let arrival = expiring(conclude(transfer, result: result), of: job)
         transferDurations.record(ContinuousClock.now - transfer.startedAt, succeeded: arrival.isSuccess)
         switch arrival {
         case .success(let body):
@@ -182,7 +182,8 @@ extension TransferEngine {
             // Only what the URL did is remembered: a full disk or cache says nothing about the
             // URL, and once space is back the next request must fetch it; a checksum mismatch
             // is about the digest asked for, which the next request may name differently.
-            if remember, !error.isLocal, error.failureCode != .checksumMismatch {
+            // An expired URL's failure neither: a re-signed URL of the same key must be fetched.
+            if remember, !error.isLocal, error.failureCode != .checksumMismatch, error.failureCode != .urlExpired {
                 failures.remember(job.key, url: job.url.normalized, error: error, until: .now + policy.failureMemory)
             }
         }

@@ -326,6 +326,8 @@ extension TransferEngine {
             }
             return
         }
+        // A signed URL that expired while it waited is not requested (TransferEngine+Expiry).
+        if refuseIfExpired(job) { return }
         job.attempts += 1
         // A URL whose host is a literal address the policy refuses goes no further: no handle, no
         // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
@@ -411,6 +413,7 @@ extension TransferEngine {
             hosts[host]!.heldBy = .retryAfter
         }
         let delay = policy.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter)
+        if retryOutlivesURL(job, delay: delay) { return }
         move(job, to: .waitingRetry)
         job.retryAt = now + delay
         retrySerial += 1
