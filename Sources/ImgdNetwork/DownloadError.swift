@@ -43,11 +43,15 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The response says `Cache-Control: no-store`: imgd must not keep it. Final, and
     /// remembered like any failure of the URL.
     case notCacheable(String)
+    /// The URL failed, and so did each of its mirrors: the URL's own last failure (whose code
+    /// this error has), and each mirror's last one, in the order they were tried.
+    indirect case withMirrors(DownloadError, mirrors: [MirrorFailure])
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
         switch self {
         case .http(let status, _): FailureCode.http(status: status)
+        case .withMirrors(let primary, _): primary.code
         default: failureCode.rawValue
         }
     }
@@ -72,6 +76,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .diskFull: .diskFull
         case .checksumMismatch: .checksumMismatch
         case .notCacheable: .notCacheable
+        case .withMirrors(let primary, _): primary.failureCode
         }
     }
 
@@ -88,6 +93,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyRedirects(let limit): "more than \(limit) redirects"
         case .cancelled: "cancelled"
         case .checksumMismatch(let expected, let received): "the body's SHA-256 is \(received), not the \(expected) asked for"
+        case .withMirrors(let primary, let mirrors):
+            primary.message + "; mirrors: " + mirrors.map { "\($0.url): \($0.code): \($0.message)" }.joined(separator: "; ")
         }
     }
 
@@ -98,6 +105,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isLocal: Bool {
         switch self {
         case .disk, .diskFull, .cancelled: true
+        case .withMirrors(let primary, _): primary.isLocal
         default: false
         }
     }
@@ -114,6 +122,23 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
             .checksumMismatch, .notCacheable:
             false
+        case .withMirrors(let primary, _): primary.isTransient
         }
+    }
+}
+
+/// One mirror's last failure, in a ``DownloadError/withMirrors(_:mirrors:)``.
+public struct MirrorFailure: Sendable, Equatable {
+    /// The mirror's URL (normalised).
+    public let url: String
+    /// Its failure's code (``DownloadError/code``).
+    public let code: String
+    /// Its failure's message.
+    public let message: String
+
+    public init(url: String, code: String, message: String) {
+        self.url = url
+        self.code = code
+        self.message = message
     }
 }

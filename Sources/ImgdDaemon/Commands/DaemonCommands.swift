@@ -114,6 +114,13 @@ struct DaemonCommands {
         }
         var image = services.downloader.request(for: url, chosenKey: options.key, owner: request.peer.uid, sha256: options.sha256)
         image.refresh = options.refresh
+        if let value = request.value("mirrors"), value != .null {
+            do {
+                image.mirrors = try Self.mirrors(value)
+            } catch {
+                throw .invalidArgument(field: "mirrors", reason: error.reason)
+            }
+        }
         return image
     }
 

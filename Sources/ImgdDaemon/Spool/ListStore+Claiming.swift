@@ -84,8 +84,8 @@ extension ListStore {
             try connection.transaction { () throws(SQLiteError) in
                 let insert = try connection.statement("""
                     INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high,
-                        refresh)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                        refresh, mirrors)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                     """)
                 var pending = 0
                 var failed = 0
@@ -103,6 +103,8 @@ extension ListStore {
                     insert.bind(10, entry.options.pin.map { Int($0.components.seconds) * 1000 })
                     insert.bind(11, entry.options.isHighPriority ? 1 : nil)
                     insert.bind(12, entry.options.refresh?.description)
+                    // Normalised URLs hold no line break.
+                    insert.bind(13, entry.options.mirrors.isEmpty ? nil : entry.options.mirrors.map(\.normalized).joined(separator: "\n"))
                     try insert.step()
                     if entry.failure == nil { pending += 1 } else { failed += 1 }
                 }

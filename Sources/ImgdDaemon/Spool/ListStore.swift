@@ -61,6 +61,8 @@ public final class ListStore: Sendable {
             pin_ms INTEGER,
             high INTEGER,
             refresh TEXT,
+            mirrors TEXT,
+            served_by TEXT,
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
@@ -114,6 +116,14 @@ public final class ListStore: Sendable {
         }
         if (try? connection.statement("SELECT refresh FROM list_urls LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE list_urls ADD COLUMN refresh TEXT")
+        }
+        // And before mirrors: an item's `mirrors` (their URLs, one a line; NULL: none) and the
+        // mirror that served a cached URL (NULL: the URL itself).
+        if (try? connection.statement("SELECT mirrors FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("""
+                ALTER TABLE list_urls ADD COLUMN mirrors TEXT;
+                ALTER TABLE list_urls ADD COLUMN served_by TEXT;
+                """)
         }
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.

@@ -71,13 +71,25 @@ final class Job {
         let queuedAt: ContinuousClock.Instant
     }
 
-    /// The URL the job's next request goes to: its pending hop's target, else its own. Its host
+    /// The URLs the image is fetched from, in order: ``url`` first, then its mirrors (the
+    /// waiters' own, then the host table's), without repeats (``TransferEngine/addSources(of:to:)``).
+    var sources: [ImageURL]
+    /// The index in ``sources`` of the URL the next attempt asks.
+    var sourceIndex = 0
+    /// Each source's last failure, by index in ``sources`` (kept only when there are mirrors):
+    /// a failure after all of them reports each.
+    var sourceFailures: [Int: DownloadError] = [:]
+    /// The URL the job's next attempt starts with: ``url``, or the mirror whose turn it is.
+    var source: ImageURL { sources[sourceIndex] }
+
+    /// The URL the job's next request goes to: its pending hop's target, else its source. Its host
     /// is the one whose cap and gate decide when the job may start.
-    var nextTarget: ImageURL { pendingHop?.target ?? url }
+    var nextTarget: ImageURL { pendingHop?.target ?? source }
 
     init(first waiter: FetchToken, serial: UInt64) {
         self.serial = serial
         url = waiter.url
+        sources = [waiter.url]
         key = waiter.key
         expectedSHA256 = waiter.expectedSHA256
         validators = waiter.validators
