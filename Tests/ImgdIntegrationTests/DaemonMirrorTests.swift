@@ -87,7 +87,7 @@ struct DaemonMirrorTests {
         #expect(await daemon.stop() == 0)
     }
 
-    @Test("a host table's mirrors: same path on another host and port; a mirror at a denied address is skipped (nothing connects to it) and the next one serves; get takes mirrors too")
+    @Test("a host table's mirrors: same path on another host and port, without the primary's headers; a mirror at a denied address is skipped (nothing connects to it) and the next one serves; a table naming its own host adds nothing; get takes mirrors too")
     func hostTableMirrors() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
@@ -98,7 +98,9 @@ struct DaemonMirrorTests {
         try scratch.write("imgd.toml", """
             deny = ["127.0.0.2/32"]
             [host."127.0.0.1:\(denied.port)"]
-            mirrors = ["127.0.0.2", "127.0.0.1:\(mirror.port)"]
+            mirrors = ["127.0.0.2", "127.0.0.1:\(mirror.port)", "127.0.0.1:\(denied.port)"]
+            headers = { X-Primary-Token = "only-for-the-primary" }
+            headers-over-http = true
             """)
         let daemon = try await DaemonProcess.start(
             in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml", "--attempts", "3"])
@@ -112,6 +114,9 @@ struct DaemonMirrorTests {
         #expect(fetched?.data["served_by"] as? String == mirror.url("/img/host-table.png"), "\(events.events.map(\.line))")
         #expect(denied.totalRequests == 0 && denied.connectionsAccepted == 0)
         #expect(mirror.requestCount("/img/host-table.png") == 1)
+        // The primary's table's headers are its host's only: the mirror never sees them.
+        let asked = try #require(mirror.requests.first { $0.target == "/img/host-table.png" })
+        #expect(asked.values(of: "X-Primary-Token").isEmpty, "\(asked.headers)")
 
         // get's own mirrors, before the table's.
         let other = mirror.url("/img/get-mirror.png")
