@@ -125,6 +125,12 @@ struct DaemonMirrorTests {
         #expect(viaGet["source"] as? String == "network", "\(viaGet)")
         #expect(mirror.requestCount("/img/get-mirror.png") == 1)
         #expect(mirror.requestCount("/status/500") == 0)
+        // imgctl get --mirror says the same.
+        let byImgctl = try await BinaryRunner.imgctl(
+            ["--socket", daemon.socket, "get", "--mirror", mirror.url("/img/imgctl-mirror.png"), "http://127.0.0.1:\(denied.port)/status/502"],
+            in: scratch.path)
+        #expect(byImgctl.status == 0, "\(byImgctl.stderr)")
+        #expect(mirror.requestCount("/img/imgctl-mirror.png") == 1)
         let bad = try await daemon.call(#"{"cmd":"get","url":"\#(mirror.url("/img/x.png"))","mirrors":["gopher://x/y"]}"#)
         #expect(ControlReply.errorCode(bad) == "invalid_argument", "\(bad)")
         #expect("\(bad)".contains("mirror 1"), "\(bad)")
