@@ -12,14 +12,14 @@ extension TransferEngine {
     /// host table may; mirrors of waiters that join later fill what is left).
     static let maximumSources = 17
 
-    /// Adds `token`'s mirrors to `job`'s sources, after those it has; the first waiter's also
+    /// Adds `token`'s mirrors to `job`'s, after those it has; the first waiter's also
     /// brings the host table's (after its own). A mirror equal to a URL already there is left
     /// out, so a mirror naming the URL itself, or two tables naming each other, adds nothing.
     func addSources(of token: FetchToken, to job: Job, isFirst: Bool) {
         var added = token.mirrors
         if isFirst { added += policy.hosts.mirrors(for: job.url) }
-        for mirror in added where job.sources.count < Self.maximumSources && !job.sources.contains(mirror) {
-            job.sources.append(mirror)
+        for mirror in added where job.sourceCount < Self.maximumSources && mirror != job.url && !job.mirrors.contains(mirror) {
+            job.mirrors.append(mirror)
         }
     }
 
@@ -42,9 +42,9 @@ extension TransferEngine {
     /// false when the attempt is to be settled as usual (no mirror left in this round, a
     /// failure no mirror cures, or the attempts spent).
     func tryNextSource(_ job: Job, after error: DownloadError) -> Bool {
-        guard job.sources.count > 1 else { return false }
+        guard job.sourceCount > 1 else { return false }
         job.sourceFailures[job.sourceIndex] = error
-        guard Self.mirrorMayCure(error, fromMirror: job.sourceIndex > 0), job.sourceIndex + 1 < job.sources.count,
+        guard Self.mirrorMayCure(error, fromMirror: job.sourceIndex > 0), job.sourceIndex + 1 < job.sourceCount,
             job.attempts < policy.retry.maxAttempts
         else { return false }
         // A Retry-After holds the host that sent it, as a retry would; the mirror, on another
@@ -64,7 +64,7 @@ extension TransferEngine {
     /// Whether the attempt that ended with `error` is worth another round: the error is
     /// transient, or (the round having asked every URL) any URL's last failure was.
     func isWorthAnotherRound(_ job: Job, after error: DownloadError) -> Bool {
-        guard job.sources.count > 1, Self.mirrorMayCure(error, fromMirror: job.sourceIndex > 0) else {
+        guard job.sourceCount > 1, Self.mirrorMayCure(error, fromMirror: job.sourceIndex > 0) else {
             return error.isTransient
         }
         return job.sourceFailures.values.contains { $0.isTransient }
@@ -73,10 +73,10 @@ extension TransferEngine {
     /// The failure `job` ends with after `error`: `error` itself without mirrors, else its own
     /// URL's last failure with each mirror's (``DownloadError/withMirrors(_:mirrors:)``).
     func failureOfSources(_ job: Job, last error: DownloadError) -> DownloadError {
-        guard job.sources.count > 1 else { return error }
-        let mirrors = job.sources.indices.dropFirst().compactMap { index in
+        guard job.sourceCount > 1 else { return error }
+        let mirrors = (1..<job.sourceCount).compactMap { index in
             job.sourceFailures[index].map {
-                MirrorFailure(url: job.sources[index].normalized, code: $0.code, message: $0.message)
+                MirrorFailure(url: job.source(at: index).normalized, code: $0.code, message: $0.message)
             }
         }
         guard !mirrors.isEmpty else { return error }
