@@ -125,6 +125,25 @@ struct DaemonMirrorTests {
         #expect(viaGet["source"] as? String == "network", "\(viaGet)")
         #expect(mirror.requestCount("/img/get-mirror.png") == 1)
         #expect(mirror.requestCount("/status/500") == 0)
+        // A Retry-After from the primary (localhost) holds its host, not the mirror on another
+        // (127.0.0.1): it is asked at once, long before the 30 s hold ends.
+        let started = ContinuousClock.now
+        let held = try await daemon.result(
+            #"{"cmd":"get","url":"http://localhost:\#(mirror.port)/flaky/ra.png?fail=100&status=503&retry_after=30","mirrors":["\#(mirror.url("/img/ra.png"))"]}"#)
+        #expect(held["source"] as? String == "network", "\(held)")
+        #expect(mirror.requestCount("/flaky/ra.png?fail=100&status=503&retry_after=30") == 1)
+        #expect(mirror.requestCount("/img/ra.png") == 1)
+        #expect(ContinuousClock.now - started < .seconds(20))
+
+        // add's items take mirrors; a bad one rejects its item only.
+        let added = try await daemon.result(
+            #"{"cmd":"add","urls":[{"url":"http://127.0.0.1:\#(denied.port)/img/added.png","mirrors":["\#(mirror.url("/img/added.png"))"]},{"url":"\#(mirror.url("/img/bad-add.png"))","mirrors":[1]}]}"#)
+        #expect(added["accepted"] as? Int == 1, "\(added)")
+        let rejected = try #require((added["rejected"] as? [[String: Any]])?.first, "\(added)")
+        #expect(rejected["code"] as? String == "bad_url" && (rejected["message"] as? String)?.contains("mirror 1 is not a string") == true, "\(rejected)")
+        #expect(await eventually(timeout: .seconds(20)) { mirror.requestCount("/img/added.png") == 1 })
+        #expect(mirror.requestCount("/img/bad-add.png") == 0)
+
         // imgctl get --mirror says the same.
         let byImgctl = try await BinaryRunner.imgctl(
             ["--socket", daemon.socket, "get", "--mirror", mirror.url("/img/imgctl-mirror.png"), "http://127.0.0.1:\(denied.port)/status/502"],
