@@ -176,6 +176,22 @@ struct DaemonMirrorTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("imgd prefetch takes an item's mirrors too: the primary's 503 is cured, the image stored under the primary's key")
+    func prefetchMirrors() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let primary = server.url("/status/503?prefetch=1")
+            try scratch.write("list.json", #"[{"url": "\#(primary)", "mirrors": ["http://localhost:\#(server.port)/img/p.png"]}]"#)
+            let run = try await BinaryRunner.imgd(["prefetch", "list.json", "--cache", "cache", "--attempts", "2"], in: scratch.path)
+            #expect(run.status == 0, "stderr: \(run.stderr)")
+            #expect(run.stdout.contains("0 failed"), "\(run.stdout)")
+            let key = try ImageURL(primary).cacheKey
+            #expect(FileManager.default.fileExists(atPath: scratch.path + "/cache/" + key.relativePath))
+            #expect(server.requestCount("/status/503?prefetch=1") == 1 && server.requestCount("/img/p.png") == 1)
+        }
+    }
+
     @Test("two items of one key with different mirrors share one download: the second's mirror joins the job, its own URL is never asked")
     func coalescingByKey() async throws {
         let scratch = try ScratchFolder()
