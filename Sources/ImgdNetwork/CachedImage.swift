@@ -53,4 +53,7 @@ public struct DownloadRecord: Sendable, Equatable {
     public let attempts: Int
     /// What the response said about its lifetime.
     public var freshness: ResponseFreshness = .none
+    /// The mirror the body came from (an item's `mirrors` or its host table's), when it was not
+    /// the URL asked for; nil when the URL itself served it.
+    public var servedBy: String? = nil
 }

@@ -47,11 +47,15 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// answered `status` (403) at or after that expiry. Final, and never remembered against its
     /// key: the same image under a re-signed URL must be fetched.
     case urlExpired(URLExpiry, status: Int? = nil)
+    /// The URL failed, and so did each of its mirrors: the URL's own last failure (whose code
+    /// this error has), and each mirror's last one, in the order they were tried.
+    indirect case withMirrors(DownloadError, mirrors: [MirrorFailure])
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
         switch self {
         case .http(let status, _): FailureCode.http(status: status)
+        case .withMirrors(let primary, _): primary.code
         default: failureCode.rawValue
         }
     }
@@ -77,6 +81,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .checksumMismatch: .checksumMismatch
         case .notCacheable: .notCacheable
         case .urlExpired: .urlExpired
+        case .withMirrors(let primary, _): primary.failureCode
         }
     }
 
@@ -97,6 +102,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             "the server answered HTTP \(status) and the URL expired at \(expiry.iso8601) (its \(expiry.form.rawValue)): re-sign it and ask again"
         case .urlExpired(let expiry, nil):
             "the URL's signature is valid only until \(expiry.iso8601) (its \(expiry.form.rawValue)), so it was not requested: re-sign it and ask again"
+        case .withMirrors(let primary, let mirrors):
+            primary.message + "; mirrors: " + mirrors.map { "\($0.url): \($0.code): \($0.message)" }.joined(separator: "; ")
         }
     }
 
@@ -107,6 +114,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isLocal: Bool {
         switch self {
         case .disk, .diskFull, .cancelled: true
+        case .withMirrors(let primary, _): primary.isLocal
         default: false
         }
     }
@@ -123,6 +131,23 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
             .checksumMismatch, .notCacheable, .urlExpired:
             false
+        case .withMirrors(let primary, _): primary.isTransient
         }
+    }
+}
+
+/// One mirror's last failure, in a ``DownloadError/withMirrors(_:mirrors:)``.
+public struct MirrorFailure: Sendable, Equatable {
+    /// The mirror's URL (normalised).
+    public let url: String
+    /// Its failure's code (``DownloadError/code``).
+    public let code: String
+    /// Its failure's message.
+    public let message: String
+
+    public init(url: String, code: String, message: String) {
+        self.url = url
+        self.code = code
+        self.message = message
     }
 }

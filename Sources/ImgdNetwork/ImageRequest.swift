@@ -20,6 +20,9 @@ public struct ImageRequest: Sendable, Hashable {
     /// Its own freshness rule, over the downloader's (a request's, an item's or a list's
     /// `refresh`): a cached entry due under it is served and revalidated.
     public var refresh: RefreshRule?
+    /// Other URLs of the same image (an item's `mirrors`), tried after ``url`` when it fails in
+    /// a way a mirror can cure; the entry keeps ``key`` whichever serves it.
+    public var mirrors: [ImageURL] = []
 
     /// A request for `url` stored under `key` (by default the hash of the whole URL).
     public init(url: ImageURL, key: CacheKey? = nil, expectedSHA256: SHA256Digest? = nil, priority: FetchPriority? = nil) {

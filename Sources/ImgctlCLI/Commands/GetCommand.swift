@@ -35,6 +35,13 @@ struct GetCommand: ImgctlSubcommand {
         completion: .file())
     var output: String?
 
+    @Option(
+        name: .customLong("mirror"),
+        help: ArgumentHelp(
+            "Another URL of the same image, asked when url fails (no answer, 5xx, 404); repeatable, at most 8. The image keeps url's key.",
+            valueName: "url"))
+    var mirrors: [String] = []
+
     @Argument(help: ArgumentHelp("The image URL.", valueName: "url"))
     var url: String
 
@@ -48,6 +55,7 @@ struct GetCommand: ImgctlSubcommand {
         let session = try ControlSession(connection, context: context)
         var arguments: [String: JSONValue] = ["url": .string(url)]
         if !fetch { arguments["fetch"] = .bool(false) }
+        if !mirrors.isEmpty { arguments["mirrors"] = JSONValue(mirrors) }
         guard let output else {
             let result = try session.call("get", arguments)
             if session.json { return }

@@ -71,9 +71,11 @@ struct PrefetchRun {
                 console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(EchoedText.cut(entry.text))")
                 tally.update { $0.failures[FailureCode.badURL.rawValue, default: 0] += 1 }
             case .success(let url):
-                // An object item's key and digest count here as in the daemon (its pin and
-                // priority mean nothing to a one-off run).
-                batch.append(downloader.request(for: url, chosenKey: entry.options.key, owner: owner, sha256: entry.options.sha256))
+                // An object item's key, digest and mirrors count here as in the daemon (its pin
+                // and priority mean nothing to a one-off run).
+                var request = downloader.request(for: url, chosenKey: entry.options.key, owner: owner, sha256: entry.options.sha256)
+                request.mirrors = entry.options.mirrors
+                batch.append(request)
                 if batch.count == batchSize {
                     await submit(batch, submitter: submitter, window: window)
                     batch.removeAll(keepingCapacity: true)

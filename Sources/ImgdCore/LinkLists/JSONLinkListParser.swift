@@ -4,9 +4,9 @@
 /// Each string becomes an entry, decoded (all escapes, surrogate pairs joined), trimmed, and
 /// judged like a line of a text list; its line is where the string starts. A string longer than
 /// ``ImageURL/maximumLength`` is reported and skipped without being held whole. An object is an
-/// item with options: its `url` is judged like a string, its `key`, `sha256`, `pin` and
-/// `priority` become ``LinkListItemOptions`` (a bad one makes the item an entry with the
-/// reason), other members are skipped unread. Any other value (number, array, `true`,
+/// item with options: its `url` is judged like a string, its `key`, `sha256`, `pin`,
+/// `priority` and `mirrors` (an array of URL strings) become ``LinkListItemOptions`` (a bad one
+/// makes the item an entry with the reason), other members are skipped unread. Any other value (number, array, `true`,
 /// `false`, `null`) becomes an entry saying it is not a string, and is skipped whole, nested
 /// containers included, down to ``maximumNesting`` levels.
 ///
@@ -141,7 +141,9 @@ struct JSONLinkListParser {
                 try Self.skipWhitespace(&source)
                 guard try source.next() == UInt8(ascii: ":") else { throw source.malformed("expected ':' after a key in an object") }
                 try Self.skipWhitespace(&source)
-                if let name, LinkListItemOptions.fields.contains(name) {
+                if name == "mirrors" {
+                    if let reason = try mirrors(from: &source, into: &options), problem == nil { problem = reason }
+                } else if let name, LinkListItemOptions.fields.contains(name) {
                     guard try source.peek() == UInt8(ascii: "\"") else {
                         if problem == nil { problem = "\(name) is not a string" }
                         try Self.skipValue(from: &source, depth: 1)
@@ -181,6 +183,56 @@ struct JSONLinkListParser {
         var entry = urlEntry
         entry.options = options
         return entry
+    }
+
+    /// An object item's `mirrors`: an array of URL strings, each judged like the item's `url`,
+    /// added to `options` (at most ``LinkListItemOptions/maximumMirrors``). Returns why the
+    /// member cannot be used (naming the mirror), or nil; the value is read to its end either way.
+    private mutating func mirrors(
+        from source: inout LinkListByteSource, into options: inout LinkListItemOptions
+    ) throws(LinkListError) -> String? {
+        guard try source.peek() == UInt8(ascii: "[") else {
+            try Self.skipValue(from: &source, depth: 1)
+            return "bad mirrors: not an array of URL strings"
+        }
+        _ = try source.next()  // [
+        var problem: String?
+        var index = 0
+        try Self.skipWhitespace(&source)
+        if try source.peek() == UInt8(ascii: "]") {
+            _ = try source.next()
+            return nil
+        }
+        while true {
+            try Self.skipWhitespace(&source)
+            if try source.peek() == UInt8(ascii: "\"") {
+                string.reset()
+                try Self.scanString(from: &source, into: &string)
+                let entry = string.entry(line: source.line)
+                if problem == nil {
+                    switch entry.url {
+                    case .success:
+                        do {
+                            try options.addMirror(entry.text, index: index)
+                        } catch {
+                            problem = "\(error)"
+                        }
+                    case .failure(let error):
+                        problem = "bad mirrors: mirror \(index + 1) '\(EchoedText.cut(entry.text, limit: 200))': \(error)"
+                    }
+                }
+            } else {
+                try Self.skipValue(from: &source, depth: 2)
+                if problem == nil { problem = "bad mirrors: mirror \(index + 1) is not a string" }
+            }
+            index += 1
+            try Self.skipWhitespace(&source)
+            switch try source.next() {
+            case UInt8(ascii: "]"): return problem
+            case UInt8(ascii: ","): continue
+            case let byte: throw source.malformed("expected ',' or ']' in mirrors, found \(LinkListByteSource.describe(byte))")
+            }
+        }
     }
 
     /// After a member's value: true at the object's closing `}`, false after a `,`.

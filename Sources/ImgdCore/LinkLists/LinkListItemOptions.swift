@@ -16,6 +16,10 @@ public struct LinkListItemOptions: Sendable, Equatable {
     public var isHighPriority = false
     /// When its cached entry is due for revalidation, over the list's and the daemon's rule.
     public var refresh: RefreshRule?
+    /// Other URLs of the same image (`"mirrors": ["https://b.example/x.png"]`), tried in order
+    /// when the URL fails in a way a mirror can cure; the entry keeps the URL's key (or the
+    /// item's ``key``). At most ``maximumMirrors``.
+    public var mirrors: [ImageURL] = []
 
     public init(key: String? = nil, sha256: SHA256Digest? = nil, pin: Duration? = nil, isHighPriority: Bool = false) {
         self.key = key
@@ -62,6 +66,23 @@ public struct LinkListItemOptions: Sendable, Equatable {
             }
         default:
             break
+        }
+    }
+
+    /// Mirrors an item may name: 8.
+    public static let maximumMirrors = 8
+
+    /// Appends the mirror `text`, the `index`-th (0-based) of the item's `mirrors`: an absolute
+    /// http(s) URL, at most ``maximumMirrors`` of them. Throws the reason, naming the mirror.
+    public mutating func addMirror(_ text: String, index: Int) throws(LinkListItemError) {
+        guard mirrors.count < Self.maximumMirrors else {
+            throw LinkListItemError(field: "mirrors", reason: "more than \(Self.maximumMirrors) mirrors")
+        }
+        do {
+            mirrors.append(try ImageURL(text))
+        } catch {
+            throw LinkListItemError(
+                field: "mirrors", reason: "mirror \(index + 1) '\(EchoedText.cut(text, limit: 200))': \(error)")
         }
     }
 

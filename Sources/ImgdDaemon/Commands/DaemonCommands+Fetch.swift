@@ -29,6 +29,7 @@ extension DaemonCommands {
                     var request = services.downloader.request(for: url, chosenKey: options.key, owner: self.request.peer.uid, sha256: options.sha256)
                     if options.isHighPriority { request.priority = .onDemand }
                     request.refresh = options.refresh ?? refresh
+                    request.mirrors = options.mirrors
                     // A signed URL past its expiry (and not cached) is refused in the reply: it would
                     // only fail, and the caller needs its expiry to re-sign it.
                     if let expired = services.downloader.expiredAndMissing(request) {
@@ -64,7 +65,7 @@ extension DaemonCommands {
     }
 
     /// `add`'s `urls`: each a URL string, or an object with `url` and the options of an object
-    /// link list item (`key`, `sha256`, `pin`, `priority`; others ignored). A bad option
+    /// link list item (`key`, `sha256`, `pin`, `priority`, `refresh`, `mirrors`; others ignored). A bad option
     /// rejects its item, not the add.
     private func addItems() throws(ControlError) -> [(url: String, options: Result<LinkListItemOptions, LinkListItemError>)] {
         guard let value = request.value("urls") else { throw .invalidArgument(field: "urls", reason: "is required") }
@@ -95,6 +96,13 @@ extension DaemonCommands {
                     try options.set(field, to: text)
                 } catch {
                     problem = problem ?? error
+                }
+            }
+            if problem == nil, let member = object["mirrors"], member != .null {
+                do {
+                    options.mirrors = try Self.mirrors(member)
+                } catch {
+                    problem = error
                 }
             }
             items.append((url, problem.map { .failure($0) } ?? .success(options)))

@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data", "explain", "ready", "metrics", "fd"]
+    static let features = ["subscribe", "pin", "data", "explain", "ready", "metrics", "fd", "mirrors"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
@@ -114,6 +114,13 @@ struct DaemonCommands {
         }
         var image = services.downloader.request(for: url, chosenKey: options.key, owner: request.peer.uid, sha256: options.sha256)
         image.refresh = options.refresh
+        if let value = request.value("mirrors"), value != .null {
+            do {
+                image.mirrors = try Self.mirrors(value)
+            } catch {
+                throw .invalidArgument(field: "mirrors", reason: error.reason)
+            }
+        }
         return image
     }
 

@@ -17,6 +17,7 @@ import Glibc
 /// headers-over-http = false                   # true: also over plain http, to port 80
 /// rate = "50/s"
 /// key-ignore-query = ["X-Amz-*", "Expires", "Signature", "Key-Pair-Id"]
+/// mirrors = ["b.example.com", "c.example.com:8443"]   # the same path and query elsewhere
 /// ```
 ///
 /// When several tables match a host, the most specific applies (an exact host, then the
@@ -36,6 +37,13 @@ public struct HostSettings: Sendable, Equatable {
     public var headersOverHTTP: Bool?
     /// Requests a second to one `host:port`, as written (`50/s`), and the interval it makes.
     public var rate: (text: String, interval: Duration)?
+    /// Hosts that serve the same URLs (same scheme, path and query; the URL's port unless one is
+    /// named), tried in order after an item's own mirrors when a URL fails in a way a mirror
+    /// can cure; nil: not set (none). At most ``maximumMirrors``.
+    public var mirrors: [MirrorHost]?
+
+    /// Mirror hosts a table may name: 8.
+    static let maximumMirrors = 8
 
     public init(pattern: HostPattern) {
         self.pattern = pattern
@@ -44,6 +52,7 @@ public struct HostSettings: Sendable, Equatable {
     public static func == (lhs: HostSettings, rhs: HostSettings) -> Bool {
         lhs.pattern == rhs.pattern && lhs.keyIgnoreQuery == rhs.keyIgnoreQuery && lhs.maxPerHost == rhs.maxPerHost
             && lhs.headers == rhs.headers && lhs.headersOverHTTP == rhs.headersOverHTTP && lhs.rate?.interval == rhs.rate?.interval
+            && lhs.mirrors == rhs.mirrors
     }
 
     /// The downloader's rule these settings make.
@@ -53,6 +62,7 @@ public struct HostSettings: Sendable, Equatable {
         rule.headers = headers
         rule.headersOverHTTP = headersOverHTTP ?? false
         rule.requestInterval = rate?.interval
+        rule.mirrors = mirrors ?? []
         return rule
     }
 
@@ -64,6 +74,7 @@ public struct HostSettings: Sendable, Equatable {
         if let cap = other.maxPerHost { merged.maxPerHost = cap }
         if let rate = other.rate { merged.rate = rate }
         if let overHTTP = other.headersOverHTTP { merged.headersOverHTTP = overHTTP }
+        if let mirrors = other.mirrors { merged.mirrors = mirrors }
         for header in other.headers {
             merged.headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
             merged.headers.append(header)
@@ -100,7 +111,7 @@ public struct HostSettings: Sendable, Equatable {
     }
 
     /// The keys a host table may hold.
-    static let keys = ["max-per-host", "headers", "headers-over-http", "rate", "key-ignore-query"]
+    static let keys = ["max-per-host", "headers", "headers-over-http", "rate", "key-ignore-query", "mirrors"]
 
     /// Reads `50/s`, `3000/m`, `1/h` (a positive number, perhaps with a fraction, per second,
     /// minute or hour) as the interval between requests; at most 10,000 a second.
@@ -206,6 +217,8 @@ public struct HostSettings: Sendable, Equatable {
                         }
                     }
                     settings.keyIgnoreQuery = patterns
+                case "mirrors":
+                    settings.mirrors = try mirrorHosts(setting.value, name: name, place: place, revealing: revealing)
                 default:
                     throw ConfigError(
                         origin: place,
@@ -215,6 +228,35 @@ public struct HostSettings: Sendable, Equatable {
             found.append(settings)
         }
         return found
+    }
+
+    /// A table's `mirrors`: an array of `host` or `host:port` strings, at most
+    /// ``maximumMirrors``, none repeated. Unless `revealing`, the error does not quote the entry.
+    private static func mirrorHosts(_ value: TOMLValue, name: String, place: String, revealing: Bool) throws(ConfigError) -> [MirrorHost] {
+        guard case .array(let items) = value else {
+            throw ConfigError(origin: place, reason: "\(name): expected an array of hosts such as [\"b.example\", \"c.example:8443\"], found \(value.typeName)")
+        }
+        guard items.count <= maximumMirrors else {
+            throw ConfigError(origin: place, reason: "\(name): \(items.count) mirrors, more than \(maximumMirrors)")
+        }
+        var mirrors: [MirrorHost] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let text) = item else {
+                throw ConfigError(origin: place, reason: "\(name): mirror \(index + 1) is \(item.typeName), not a host string")
+            }
+            let mirror: MirrorHost
+            do {
+                mirror = try MirrorHost(text)
+            } catch {
+                let shown = revealing ? "'\(EchoedText.cut(text, limit: 200))'" : "mirror \(index + 1)"
+                throw ConfigError(origin: place, reason: "\(name): \(shown) is not a host or host:port (\(error))")
+            }
+            guard !mirrors.contains(mirror) else {
+                throw ConfigError(origin: place, reason: "\(name): \(mirror) is named twice")
+            }
+            mirrors.append(mirror)
+        }
+        return mirrors
     }
 
     /// How a reload logs the tables: the patterns and what each sets (values that may be
@@ -229,6 +271,7 @@ public struct HostSettings: Sendable, Equatable {
             if !table.headers.isEmpty { parts.append("headers: \(table.headers.map(\.name).joined(separator: ","))") }
             if let overHTTP = table.headersOverHTTP { parts.append("headers-over-http: \(overHTTP)") }
             if let query = table.keyIgnoreQuery { parts.append("key-ignore-query: \(query.map(\.text).joined(separator: ","))") }
+            if let mirrors = table.mirrors { parts.append("mirrors: \(mirrors.map(\.description).joined(separator: ","))") }
             return "\(table.pattern) (\(parts.joined(separator: "; ")))"
         }.joined(separator: "; ")
     }

@@ -16,8 +16,17 @@ final class OutcomeRecorder: Sendable {
     }
 
     /// A URL's image was downloaded and cached.
-    func fetched(url: String, bytes: Int, format: String) {
-        events.publish("fetched", data: ["url": .string(url), "bytes": JSONValue(bytes), "format": .string(format)])
+    /// `servedBy`: the mirror the body came from, when not the URL (the event's `served_by`,
+    /// absent otherwise).
+    func fetched(url: String, bytes: Int, format: String, servedBy: String? = nil) {
+        events.publish("fetched", data: Self.fetchedData(url: url, bytes: bytes, format: format, servedBy: servedBy))
+    }
+
+    /// A `fetched` event's data (made only when someone subscribes).
+    private static func fetchedData(url: String, bytes: Int, format: String, servedBy: String?) -> JSONValue {
+        var data: [String: JSONValue] = ["url": .string(url), "bytes": JSONValue(bytes), "format": .string(format)]
+        if let servedBy { data["served_by"] = .string(servedBy) }
+        return .object(data)
     }
 
     /// A URL failed with `code`.
@@ -32,7 +41,7 @@ final class OutcomeRecorder: Sendable {
         switch result {
         case .success(let image):
             guard image.source == .network, let download = image.download else { return }
-            fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue)
+            fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue, servedBy: download.servedBy)
         case .failure(let error):
             failed(url: url.normalized, code: error.code, message: error.message)
         }
@@ -58,8 +67,8 @@ final class OutcomeRecorder: Sendable {
                 "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
                 "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
             ])
-        case .fetched(let url, let bytes, let format):
-            fetched(url: url, bytes: bytes, format: format)
+        case .fetched(let url, let bytes, let format, let servedBy):
+            fetched(url: url, bytes: bytes, format: format, servedBy: servedBy)
         case .failed(let url, let code, let message):
             failed(url: url, code: code, message: message)
         case .refused:

@@ -68,8 +68,8 @@ public struct ListRecord: Sendable, Equatable {
 
 /// How one URL of a list ended.
 public enum ListURLOutcome: Sendable, Equatable {
-    /// Downloaded for this list.
-    case cached(bytes: Int)
+    /// Downloaded for this list (`servedBy`: the mirror it came from, when not its URL).
+    case cached(bytes: Int, servedBy: String? = nil)
     /// Was in the cache already.
     case alreadyCached(bytes: Int)
     case failed(code: String, message: String)

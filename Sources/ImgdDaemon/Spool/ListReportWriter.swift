@@ -53,6 +53,7 @@ struct ListReportWriter: Sendable {
     /// again), rather than one that leaves them out.
     func writeReport(for record: ListRecord, as fileName: String, in folder: Int32) throws(SQLiteError) {
         let failureCounts = try store.failureCounts(list: record.id)
+        let mirrored = try store.servedByMirror(list: record.id, limit: Self.reportedFailures)
         let finishedAt = record.finishedAt ?? record.claimedAt
         try write(as: fileName, in: folder) { (json: inout JSONStreamWriter) throws(SQLiteError) in
             json.raw("{\n  \"already_cached\": ")
@@ -91,6 +92,20 @@ struct ListReportWriter: Sendable {
             json.string(Self.rfc3339(finishedAt))
             json.raw(",\n  \"name\": ")
             json.string(record.name, limit: Self.echoLimit)
+            // Only when a mirror served some URL: a list without mirrors reports as before.
+            if !mirrored.isEmpty {
+                json.raw(",\n  \"served_by_mirror\": [")
+                for (index, item) in mirrored.enumerated() {
+                    json.raw(index == 0 ? "\n    {\"line\": " : ",\n    {\"line\": ")
+                    json.int(item.line)
+                    json.raw(", \"served_by\": ")
+                    json.string(item.servedBy, limit: Self.echoLimit)
+                    json.raw(", \"url\": ")
+                    json.string(item.url, limit: Self.echoLimit)
+                    json.raw("}")
+                }
+                json.raw("\n  ]")
+            }
             json.raw(",\n  \"state\": ")
             json.string(record.state.rawValue)
             json.raw(",\n  \"total\": ")

@@ -85,8 +85,8 @@ extension ListStore {
             try connection.transaction { () throws(SQLiteError) in
                 let insert = try connection.statement("""
                     INSERT OR REPLACE INTO list_urls (list_id, seq, line, url, state, code, message, item_key, sha256, pin_ms, high,
-                        refresh, expires_ms)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                        refresh, expires_ms, mirrors)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                     """)
                 var pending = 0
                 var failed = 0
@@ -106,6 +106,8 @@ extension ListStore {
                     insert.bind(12, entry.options.refresh?.description)
                     // A signed URL's expiry orders the pending reads (``pendingExpiringURLs``).
                     insert.bind(13, entry.failure == nil ? URLExpiry(urlText: entry.url)?.milliseconds : nil)
+                    // Normalised URLs hold no line break.
+                    insert.bind(14, entry.options.mirrors.isEmpty ? nil : entry.options.mirrors.map(\.normalized).joined(separator: "\n"))
                     try insert.step()
                     if entry.failure == nil { pending += 1 } else { failed += 1 }
                 }

@@ -12,11 +12,11 @@ extension ListStore {
             let statement = try connection.statement(
                 high
                     ? """
-                    SELECT seq, url, item_key, sha256, pin_ms, refresh FROM list_urls INDEXED BY list_urls_high
+                    SELECT seq, url, item_key, sha256, pin_ms, refresh, mirrors FROM list_urls INDEXED BY list_urls_high
                     WHERE list_id = ?1 AND high = 1 AND state = 0 AND seq > ?2 ORDER BY seq LIMIT ?3
                     """
                     : """
-                    SELECT seq, url, item_key, sha256, pin_ms, refresh FROM list_urls
+                    SELECT seq, url, item_key, sha256, pin_ms, refresh, mirrors FROM list_urls
                     WHERE list_id = ?1 AND state = 0 AND seq > ?2 AND high IS NULL AND expires_ms IS NULL ORDER BY seq LIMIT ?3
                     """)
             defer { statement.reset() }
@@ -30,6 +30,7 @@ extension ListStore {
                 options.sha256 = statement.string(3).flatMap(SHA256Digest.init(hex:))
                 options.pin = statement.optionalInt(4).map { .milliseconds($0) }
                 options.refresh = statement.string(5).flatMap { try? RefreshRule(parsing: $0) }
+                options.mirrors = statement.string(6).map { $0.split(separator: "\n").compactMap { try? ImageURL(String($0)) } } ?? []
                 found.append(PendingURL(seq: statement.int(0), url: statement.string(1) ?? "", options: options))
             }
             return found
@@ -42,7 +43,7 @@ extension ListStore {
     public func pendingExpiringURLs(list: Int, after cursor: (expiresAt: Int, seq: Int)?, limit: Int) throws(SQLiteError) -> [PendingURL] {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
-                SELECT seq, url, item_key, sha256, pin_ms, refresh, expires_ms FROM list_urls INDEXED BY list_urls_expiring
+                SELECT seq, url, item_key, sha256, pin_ms, refresh, expires_ms, mirrors FROM list_urls INDEXED BY list_urls_expiring
                 WHERE list_id = ?1 AND state = 0 AND high IS NULL AND expires_ms IS NOT NULL AND (expires_ms, seq) > (?2, ?3)
                 ORDER BY expires_ms, seq LIMIT ?4
                 """)
@@ -58,6 +59,7 @@ extension ListStore {
                 options.sha256 = statement.string(3).flatMap(SHA256Digest.init(hex:))
                 options.pin = statement.optionalInt(4).map { .milliseconds($0) }
                 options.refresh = statement.string(5).flatMap { try? RefreshRule(parsing: $0) }
+                options.mirrors = statement.string(7).map { $0.split(separator: "\n").compactMap { try? ImageURL(String($0)) } } ?? []
                 found.append(PendingURL(
                     seq: statement.int(0), url: statement.string(1) ?? "", options: options, expiresAt: statement.optionalInt(6)))
             }
@@ -72,7 +74,7 @@ extension ListStore {
         try connection.withLock { connection throws(SQLiteError) in
             try connection.transaction { () throws(SQLiteError) in
                 let update = try connection.statement(
-                    "UPDATE list_urls SET state = ?3, code = ?4, message = ?5, bytes = ?6 WHERE list_id = ?1 AND seq = ?2 AND state = 0")
+                    "UPDATE list_urls SET state = ?3, code = ?4, message = ?5, bytes = ?6, served_by = ?7 WHERE list_id = ?1 AND seq = ?2 AND state = 0")
                 let count = try connection.statement("""
                     UPDATE lists SET pending = pending - ?6, cached = cached + ?2, already_cached = already_cached + ?3,
                         failed = failed + ?4, bytes = bytes + ?5 WHERE id = ?1
@@ -85,23 +87,26 @@ extension ListStore {
                     update.bind(2, item.seq)
                     var counts = (cached: 0, already: 0, failed: 0, bytes: 0)
                     switch item.outcome {
-                    case .cached(let bytes):
+                    case .cached(let bytes, let servedBy):
                         update.bind(3, URLState.cached.rawValue)
                         update.bind(4, nil as String?)
                         update.bind(5, nil as String?)
                         update.bind(6, bytes)
+                        update.bind(7, servedBy)
                         counts = (1, 0, 0, bytes)
                     case .alreadyCached(let bytes):
                         update.bind(3, URLState.alreadyCached.rawValue)
                         update.bind(4, nil as String?)
                         update.bind(5, nil as String?)
                         update.bind(6, bytes)
+                        update.bind(7, nil as String?)
                         counts = (0, 1, 0, 0)
                     case .failed(let code, let message):
                         update.bind(3, URLState.failed.rawValue)
                         update.bind(4, code)
                         update.bind(5, message)
                         update.bind(6, nil as Int?)
+                        update.bind(7, nil as String?)
                         counts = (0, 0, 1, 0)
                     }
                     try update.step()

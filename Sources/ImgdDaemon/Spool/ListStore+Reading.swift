@@ -110,6 +110,23 @@ extension ListStore {
         }
     }
 
+    /// `list`'s URLs that a mirror served (`line`, `url`, the mirror's URL), in list order, at
+    /// most `limit`: read through the `(list_id, state, seq)` index, the cached rows only.
+    public func servedByMirror(list: Int, limit: Int) throws(SQLiteError) -> [(line: Int, url: String, servedBy: String)] {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT line, url, served_by FROM list_urls WHERE list_id = ?1 AND state = 1 AND served_by IS NOT NULL ORDER BY seq LIMIT ?2")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, limit)
+            var found: [(line: Int, url: String, servedBy: String)] = []
+            while try statement.step() {
+                found.append((statement.int(0), statement.string(1) ?? "", statement.string(2) ?? ""))
+            }
+            return found
+        }
+    }
+
     /// Failure counts of `list` by error code.
     public func failureCounts(list: Int) throws(SQLiteError) -> [String: Int] {
         try connection.withLock { connection throws(SQLiteError) in

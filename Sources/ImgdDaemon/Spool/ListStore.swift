@@ -62,6 +62,8 @@ public final class ListStore: Sendable {
             high INTEGER,
             refresh TEXT,
             expires_ms INTEGER,
+            mirrors TEXT,
+            served_by TEXT,
             PRIMARY KEY (list_id, seq)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS list_urls_by_state ON list_urls(list_id, state, seq);
@@ -126,6 +128,14 @@ public final class ListStore: Sendable {
             CREATE INDEX IF NOT EXISTS list_urls_expiring ON list_urls(list_id, expires_ms, seq)
             WHERE state = 0 AND high IS NULL AND expires_ms IS NOT NULL
             """)
+        // And before mirrors: an item's `mirrors` (their URLs, one a line; NULL: none) and the
+        // mirror that served a cached URL (NULL: the URL itself).
+        if (try? connection.statement("SELECT mirrors FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("""
+                ALTER TABLE list_urls ADD COLUMN mirrors TEXT;
+                ALTER TABLE list_urls ADD COLUMN served_by TEXT;
+                """)
+        }
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.
         try connection.execute("CREATE INDEX IF NOT EXISTS list_urls_high ON list_urls(list_id, seq) WHERE high = 1 AND state = 0")

@@ -4,8 +4,9 @@ public enum SpoolEvent: Sendable, Equatable {
     case listClaimed(name: String, total: Int)
     /// A list finished.
     case listDone(ListRecord)
-    /// A URL of a list was downloaded (`format`: the image format's name, `png`).
-    case fetched(url: String, bytes: Int, format: String)
+    /// A URL of a list was downloaded (`format`: the image format's name, `png`; `servedBy`: the
+    /// mirror it came from, when not the URL).
+    case fetched(url: String, bytes: Int, format: String, servedBy: String? = nil)
     /// A URL of a list failed.
     case failed(url: String, code: String, message: String)
     /// A file in the spool was refused (not a regular file, unreadable).

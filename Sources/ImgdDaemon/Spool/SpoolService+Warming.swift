@@ -178,6 +178,7 @@ extension SpoolService {
                 var request = downloader.request(for: url, chosenKey: row.options.key, owner: run.keyOwner, sha256: row.options.sha256)
                 if row.options.isHighPriority { request.priority = .onDemand }
                 request.refresh = row.options.refresh ?? run.refresh
+                request.mirrors = row.options.mirrors
                 urls.append(request)
                 run.outstanding += 1
                 run.outstandingBytes += size
@@ -246,10 +247,15 @@ extension SpoolService {
         let run = runs[id]!
         switch result {
         case .success(let image):
-            outcomes.append((id, seq, image.source == .network ? .cached(bytes: image.bytes) : .alreadyCached(bytes: image.bytes)))
+            outcomes.append((
+                id, seq,
+                image.source == .network
+                    ? .cached(bytes: image.bytes, servedBy: image.download?.servedBy) : .alreadyCached(bytes: image.bytes)
+            ))
             if let pin = ownPin ?? run.pinMilliseconds { pins.append((image.key, WallClock.nowMilliseconds() + pin)) }
             if image.source == .network, let download = image.download {
-                onEvent(.fetched(url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue))
+                onEvent(.fetched(
+                    url: url.normalized, bytes: image.bytes, format: download.image.format.rawValue, servedBy: download.servedBy))
             }
         case .failure(.cancelled) where stopping:
             return  // shutting down: the URL stays pending and is fetched after the restart

@@ -21,6 +21,8 @@ final class FetchToken: Sendable {
     let key: CacheKey
     /// The digest this request wants its body to have, if any.
     let expectedSHA256: SHA256Digest?
+    /// The request's own mirrors (an item's `mirrors`), tried after ``url``.
+    let mirrors: [ImageURL]
     let priority: FetchPriority
     /// Set for a revalidation of a cached entry (``Validators``).
     let validators: Validators?
@@ -55,6 +57,7 @@ final class FetchToken: Sendable {
         self.url = request.url
         self.key = request.key
         self.expectedSHA256 = request.expectedSHA256
+        self.mirrors = request.mirrors
         self.priority = priority
         self.submitter = submitter
         self.held = held

@@ -75,9 +75,25 @@ final class Job {
         let queuedAt: ContinuousClock.Instant
     }
 
-    /// The URL the job's next request goes to: its pending hop's target, else its own. Its host
+    /// Other URLs of the image, asked after ``url`` in this order (the first waiter's own, its
+    /// host table's, then later waiters' own), without repeats
+    /// (``TransferEngine/addSources(of:to:isFirst:)``). Empty for most jobs: no allocation.
+    var mirrors: [ImageURL] = []
+    /// Which URL the next attempt asks: 0 for ``url``, N for the Nth mirror.
+    var sourceIndex = 0
+    /// Each URL's last failure, by ``sourceIndex`` (kept only when there are mirrors): a failure
+    /// after all of them reports each.
+    var sourceFailures: [Int: DownloadError] = [:]
+    /// How many URLs the job may ask: ``url`` and its mirrors.
+    var sourceCount: Int { 1 + mirrors.count }
+    /// The URL at `index`: ``url`` for 0, else that mirror.
+    func source(at index: Int) -> ImageURL { index == 0 ? url : mirrors[index - 1] }
+    /// The URL the job's next attempt starts with: ``url``, or the mirror whose turn it is.
+    var source: ImageURL { sourceIndex == 0 ? url : mirrors[sourceIndex - 1] }
+
+    /// The URL the job's next request goes to: its pending hop's target, else its source. Its host
     /// is the one whose cap and gate decide when the job may start.
-    var nextTarget: ImageURL { pendingHop?.target ?? url }
+    var nextTarget: ImageURL { pendingHop?.target ?? source }
 
     init(first waiter: FetchToken, serial: UInt64) {
         self.serial = serial

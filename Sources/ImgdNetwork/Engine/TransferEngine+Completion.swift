@@ -79,10 +79,13 @@ extension TransferEngine {
             // served an older copy.
             scheduleRetry(job, after: error)
         case .failure(let error):
-            if error.isTransient, job.attempts < policy.retry.maxAttempts {
+            // With mirrors: the next URL at once, or the next round from the job's own URL.
+            if tryNextSource(job, after: error) { return }
+            if isWorthAnotherRound(job, after: error), job.attempts < policy.retry.maxAttempts {
+                job.sourceIndex = 0
                 scheduleRetry(job, after: error)
             } else {
-                finish(job, .failure(error))
+                finish(job, .failure(failureOfSources(job, last: error)))
             }
         }
     }
@@ -160,7 +163,7 @@ extension TransferEngine {
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
             duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256,
-            freshness: freshness))
+            freshness: freshness, servedBy: servedBy(job)))
     }
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on

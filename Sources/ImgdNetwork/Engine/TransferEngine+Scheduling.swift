@@ -31,6 +31,7 @@ extension TransferEngine {
         if let job = jobs[token.key] {
             counters.coalesced += 1
             job.waiters.append(token)
+            if !token.mirrors.isEmpty { addSources(of: token, to: job, isFirst: false) }
             // A request for the body turns a revalidation not yet started into a plain fetch.
             if token.validators == nil, job.state == .queued { job.validators = nil }
             if token.priority > job.priority {
@@ -43,6 +44,7 @@ extension TransferEngine {
         }
         jobSerial += 1
         let job = Job(first: token, serial: jobSerial)
+        addSources(of: token, to: job, isFirst: true)
         enterQueuedCount(job)
         jobs[token.key] = job
         queue.enqueue(job, priority: job.priority, submitter: job.submitter)
@@ -333,13 +335,20 @@ extension TransferEngine {
         // connection, nothing sent even to a proxy. It counts as an attempt, refused, as a refusal
         // at connect time does.
         if let reason = refusal(of: job) {
+            if job.sourceIndex > 0 {
+                // A mirror at a refused address is skipped (nothing was asked of it): its refusal
+                // is recorded as its failure, and the next URL tried.
+                job.attempts -= 1
+                settle(job, .failure(.policyDenied(reason)))
+                return
+            }
             counters.started += 1
             finish(job, .failure(.policyDenied(reason)))
             return
         }
-        guard launch(job, target: job.url, redirects: 0) else { return }
+        guard launch(job, target: job.source, redirects: 0) else { return }
         counters.started += 1
-        chargeRate(of: job.url)
+        chargeRate(of: job.source)
     }
 
     /// A host table's `rate`, charged for a request started to `target`'s host (a job's URL or

@@ -25,6 +25,10 @@ public struct HostRules: Sendable, Equatable {
         /// The least time between two requests started to one `host:port`: a token bucket with a
         /// burst of one request.
         public var requestInterval: Duration?
+        /// Hosts that serve every URL of these hosts too (same scheme, path and query; the
+        /// URL's port unless the mirror names one), tried in order after the URL and the
+        /// item's own mirrors when it fails in a way a mirror can cure.
+        public var mirrors: [MirrorHost] = []
 
         public init(hosts: HostPattern) {
             self.hosts = hosts
@@ -66,6 +70,12 @@ public struct HostRules: Sendable, Equatable {
     /// The rule for `url`'s `host:port`, if a pattern names it.
     public func rule(for url: ImageURL) -> Rule? {
         rule(for: url.host, port: url.port)
+    }
+
+    /// `url` on each mirror host of its rule, in the rule's order (none without one).
+    public func mirrors(for url: ImageURL) -> [ImageURL] {
+        guard let mirrors = rule(for: url)?.mirrors, !mirrors.isEmpty else { return [] }
+        return mirrors.compactMap { url.onMirror($0) }
     }
 
     /// The configured headers a request for `url` carries (``Rule/headers(for:)``).

@@ -307,7 +307,8 @@ actor BodyPublisher {
         let record = DownloadRecord(
             finalURL: body.finalURL, status: body.status, etag: body.etag, lastModified: body.lastModified,
             contentType: body.contentType, bytes: body.bytes, sha256: digest, image: info,
-            duration: body.duration, attempts: body.attempts, freshness: body.freshness)
+            duration: body.duration, attempts: body.attempts, freshness: body.freshness,
+            servedBy: body.servedBy)
         return CachedImage(url: body.url, key: body.key, path: path, bytes: body.bytes, source: .network, download: record)
     }
 
