@@ -97,6 +97,8 @@ struct ConfigReloadTests {
             $0.readyLists == ["/etc/imgd/hot.txt"]
         },
         Change(key: "ready-fraction", value: .float(0.9), reloadable: true) { $0.readyFraction == 0.9 },
+        // Quotas per user: a lowered quota evicts its users down at once.
+        Change(key: "quota-per-user", value: .string("2GiB"), reloadable: true) { $0.quotaPerUser == 2 << 30 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

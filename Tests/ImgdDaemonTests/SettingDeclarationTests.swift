@@ -23,6 +23,7 @@ struct SettingDeclarationTests {
         "http-listen": nil, "http-allow-remote": "false", "http-max-connections": "256", "http-max-connections-per-peer": "64",
         "http-header-bytes": "32KiB", "http-header-timeout": "10s", "http-idle-timeout": "75s",
         "ready-lists": nil, "ready-fraction": "1",
+        "quota-per-user": nil,
     ]
 
     @Test("every default is the value imgd had, whichever type now holds it")

@@ -83,6 +83,7 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("http-idle-timeout")) var httpIdleTimeout: String?
     @Option(help: .setting("ready-lists")) var readyLists: [String] = []
     @Option(help: .setting("ready-fraction")) var readyFraction: String?
+    @Option(help: .setting("quota-per-user")) var quotaPerUser: String?
 
     static let otherOptions: Set<String> = ["_config"]
 

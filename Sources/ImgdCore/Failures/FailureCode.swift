@@ -40,6 +40,9 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case badURL = "bad_url"
     /// A link list that cannot be read or is refused whole.
     case badList = "bad_list"
+    /// The body is larger than what the uid it is charged to may hold (quotas per user); not
+    /// retried, not remembered.
+    case quotaExceeded = "quota_exceeded"
 
     /// The code of an HTTP status failure: `http_404`.
     public static func http(status: Int) -> String { "\(http.rawValue)_\(status)" }

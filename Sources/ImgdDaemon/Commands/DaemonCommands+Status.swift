@@ -42,6 +42,7 @@ extension DaemonCommands {
             "throttled_now": JSONValue(downloads.throttledNow),
             "degraded": .array(services.degradations.map { ["code": .string($0.code), "message": .string($0.message)] }),
             "ready": services.readiness.snapshot().json,
+            "users": users(),
         ]
     }
 
@@ -50,7 +51,7 @@ extension DaemonCommands {
         let memory = services.memory.statistics
         let counters = services.counters.values
         let evictions = services.disk.evictions
-        let evicted = [EvictionReason.size, .space, .command].reduce(0) { $0 + evictions.total($1).files }
+        let evicted = [EvictionReason.size, .space, .command, .quota].reduce(0) { $0 + evictions.total($1).files }
         return [
             "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),

@@ -34,6 +34,11 @@ public struct ConfigReload: Sendable {
             applied.hosts = loaded.hosts
             changes.append(Change(key: "host tables", value: HostSettings.summary(loaded.hosts), applied: true))
         }
+        // So do quota tables; a user's name is resolved again at each load.
+        if loaded.quotaTables != running.quotaTables {
+            applied.quotaTables = loaded.quotaTables
+            changes.append(Change(key: "quota tables", value: QuotaTable.summary(loaded.quotaTables), applied: true))
+        }
         self.changes = changes
         self.applied = applied
     }

@@ -30,6 +30,10 @@ extension DaemonConfig {
                     config.hosts = try HostSettings.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line, revealing: true)
                     continue
                 }
+                if entry.key == "quota" {
+                    config.quotaTables = try QuotaTable.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line)
+                    continue
+                }
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
             }
         }

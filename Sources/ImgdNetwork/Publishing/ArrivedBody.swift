@@ -28,13 +28,16 @@ final class ArrivedBody: Sendable {
     let attempts: Int
     /// The digest the request named; a body with another is refused before it is published.
     let expectedSHA256: SHA256Digest?
+    /// The uid a new entry is charged to (``Job/owner``); nil: unowned.
+    let owner: UInt32?
 
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
         reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
         contentType: String?, duration: Duration, attempts: Int, expectedSHA256: SHA256Digest? = nil,
-        freshness: ResponseFreshness = .none
+        freshness: ResponseFreshness = .none, owner: UInt32? = nil
     ) {
+        self.owner = owner
         self.freshness = freshness
         self.url = url
         self.key = key
