@@ -132,8 +132,10 @@ struct DaemonCommandHandlerTests {
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
                 "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "lists_waiting", "spool", "cache", "memory",
-                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded", "ready",
+                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded", "ready", "users",
             ])
+            // Quotas per user: an empty cache charges nobody.
+            #expect(status["users"] == [])
             // No ready-lists: ready at start, nothing read.
             #expect(status["ready"] == [
                 "ready": true, "fraction": 1.0, "cached": 0, "failed": 0, "total": 0, "needed": 0, "lists": [], "missing": [],
