@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS entries (
     verified_generation INTEGER NOT NULL,
     validated_at INTEGER,
     fresh_until INTEGER,
-    cache_flags INTEGER NOT NULL DEFAULT 0
+    cache_flags INTEGER NOT NULL DEFAULT 0,
+    owner INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS totals (
@@ -63,6 +64,21 @@ CREATE TRIGGER IF NOT EXISTS entries_counted_out AFTER DELETE ON entries BEGIN
     UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE id = 0; END;
 CREATE TRIGGER IF NOT EXISTS entries_recounted AFTER UPDATE OF bytes ON entries BEGIN
     UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 0; END;
+CREATE INDEX IF NOT EXISTS entries_by_owner ON entries(owner, last_access) WHERE owner IS NOT NULL;
+CREATE TABLE IF NOT EXISTS owner_totals (
+    owner INTEGER PRIMARY KEY NOT NULL, entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS entries_owner_in AFTER INSERT ON entries WHEN NEW.owner IS NOT NULL BEGIN
+    INSERT INTO owner_totals (owner, entries, bytes) SELECT NEW.owner, 1, NEW.bytes WHERE true
+        ON CONFLICT (owner) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes; END;
+CREATE TRIGGER IF NOT EXISTS entries_owner_out AFTER DELETE ON entries WHEN OLD.owner IS NOT NULL BEGIN
+    UPDATE owner_totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE owner = OLD.owner;
+    DELETE FROM owner_totals WHERE owner = OLD.owner AND entries <= 0; END;
+CREATE TRIGGER IF NOT EXISTS entries_owner_recounted AFTER UPDATE OF bytes, owner ON entries
+    WHEN OLD.owner IS NOT NULL OR NEW.owner IS NOT NULL BEGIN
+    UPDATE owner_totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE owner = OLD.owner;
+    DELETE FROM owner_totals WHERE owner = OLD.owner AND entries <= 0;
+    INSERT INTO owner_totals (owner, entries, bytes) SELECT NEW.owner, 1, NEW.bytes WHERE NEW.owner IS NOT NULL
+        ON CONFLICT (owner) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes; END;
 INSERT OR REPLACE INTO meta VALUES ('generation', 1), ('clean', 1), ('keys_version', 2);
 """
 DAY_MS = 86_400_000
@@ -75,7 +91,7 @@ def rows(count: int, now_ms: int):
         content = hashlib.sha256(key).digest()
         size = 4096 + (n * 7919) % 36865
         last = now_ms - (n * 86_399) % DAY_MS
-        yield (key, url, size, content, "png", 64, 64, None, None, "image/png", last - 1000, last, 0, None, 1, last - 1000, None, 0)
+        yield (key, url, size, content, "png", 64, 64, None, None, "image/png", last - 1000, last, 0, None, 1, last - 1000, None, 0, None)
 
 
 def main() -> None:
@@ -94,7 +110,7 @@ def main() -> None:
     db.executescript(TABLES)
     now_ms = int(time.time() * 1000)
     db.execute("BEGIN")
-    db.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows(args.entries, now_ms))
+    db.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows(args.entries, now_ms))
     db.execute("COMMIT")
     db.executescript(AFTER)
     db.execute("PRAGMA journal_mode = WAL")   # as the daemon opens it; recorded in the header

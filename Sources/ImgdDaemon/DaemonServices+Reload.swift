@@ -57,6 +57,8 @@ extension DaemonServices {
         logger.logLevel = applied.logLevel
         config.withLock { $0 = applied }
         maintainer.update(applied.maintenance, diskLimit: applied.diskLimit)
+        // A lowered quota evicts its users down at once (a pass over every owner).
+        disk.setQuotas(applied.userQuotas)
         memory.setLimits(bytes: applied.memoryLimit, entries: memory.statistics.limitEntries)
         // The top-level caps with the window's laid over them: a reload does not undo a window.
         windows.update(schedule: applied.windows, base: applied.downloadPolicy)

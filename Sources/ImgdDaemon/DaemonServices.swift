@@ -201,6 +201,8 @@ final class DaemonServices: Sendable {
             outcomes.revalidated(url, result)
         }
         let maintainer = DiskCacheMaintainer(cache: disk, settings: config.maintenance, logger: logger)
+        // Quotas per user: owners over their limit are evicted down on the housekeeping queue.
+        disk.setQuotas(config.userQuotas)
         let source = MemoryPressureSource.resolve(environment: options.environment)
         let pressure = MemoryPressureService(
             source: source, memory: memory, pollingThreshold: config.pressureThreshold, logger: logger

@@ -50,6 +50,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The URL failed, and so did each of its mirrors: the URL's own last failure (whose code
     /// this error has), and each mirror's last one, in the order they were tried.
     indirect case withMirrors(DownloadError, mirrors: [MirrorFailure])
+    /// The body is larger than what the uid it would be charged to may hold (its quota less
+    /// its pinned bytes): refused before it is published. Final, and never remembered against
+    /// the URL (another user may fetch it).
+    case quotaExceeded(String)
 
     /// The failure class, as a stable `snake_case` code: `http_404`, `not_image`, …
     public var code: String {
@@ -82,6 +86,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notCacheable: .notCacheable
         case .urlExpired: .urlExpired
         case .withMirrors(let primary, _): primary.failureCode
+        case .quotaExceeded: .quotaExceeded
         }
     }
 
@@ -91,7 +96,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .dns(let detail), .connect(let detail), .tls(let detail), .timeout(let detail),
             .network(let detail), .tooLarge(let detail), .notImage(let detail), .truncated(let detail),
             .corrupt(let detail), .policyDenied(let detail), .disk(let detail, _), .diskFull(let detail),
-            .notCacheable(let detail):
+            .notCacheable(let detail), .quotaExceeded(let detail):
             detail
         case .http(let status, let retryAfter):
             "the server answered HTTP \(status)" + (retryAfter.map { " (Retry-After \($0.components.seconds) s)" } ?? "")
@@ -113,7 +118,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// cancel): they are never remembered against the URL.
     public var isLocal: Bool {
         switch self {
-        case .disk, .diskFull, .cancelled: true
+        case .disk, .diskFull, .cancelled, .quotaExceeded: true
         case .withMirrors(let primary, _): primary.isLocal
         default: false
         }
@@ -129,7 +134,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         // the attempts setting: a CDN node serving an old copy may be followed by one that is
         // current, but an origin serving other bytes will not change its mind.
         case .dns, .tls, .tooManyRedirects, .tooLarge, .notImage, .corrupt, .policyDenied, .cancelled, .disk, .diskFull,
-            .checksumMismatch, .notCacheable, .urlExpired:
+            .checksumMismatch, .notCacheable, .urlExpired, .quotaExceeded:
             false
         case .withMirrors(let primary, _): primary.isTransient
         }

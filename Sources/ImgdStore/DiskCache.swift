@@ -36,6 +36,9 @@ public final class DiskCache: Sendable {
     /// Index queries made by ``lookup(_:)`` (one key or several), in all: how tests see that a
     /// request asks the index once.
     package let lookups = Atomic<Int>(0)
+    /// Quotas per user (``UserQuotas``), set at start and by each reload, and the owners charged
+    /// since the last quota pass (see ``DiskCache/charged(_:)``).
+    let quotaState = Locked(QuotaState())
 
     /// The default size cap: 1 GiB.
     public static let defaultLimit = 1 << 30

@@ -103,6 +103,8 @@ struct ConfigReloadTests {
         Change(key: "courtesy-pressure", value: .array([.string("/proc/pressure/cpu")]), reloadable: true) {
             $0.courtesyPressure == ["/proc/pressure/cpu"]
         },
+        // Quotas per user: a lowered quota evicts its users down at once.
+        Change(key: "quota-per-user", value: .string("2GiB"), reloadable: true) { $0.quotaPerUser == 2 << 30 },
     ]
 
     static let running = DaemonConfig(spool: "/srv/spool", cache: "/srv/cache", state: "/srv/state", socket: "/srv/imgd.sock")

@@ -132,11 +132,13 @@ struct DaemonCommandHandlerTests {
             let status = try await fixture.object("status")
             #expect(Self.keys(status) == [
                 "version", "pid", "uptime_s", "queued", "in_flight", "held", "held_bytes", "lists_active", "lists_waiting", "spool", "cache", "memory",
-                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded", "ready", "window", "courtesy",
+                "pressure_events", "max_rate", "max_rate_applies_to", "throttled_now", "degraded", "ready", "window", "courtesy", "users",
             ])
             // No window tables: none in force, none coming, the setting's caps.
             #expect(status["window"] == ["name": .null, "current": .null, "next": .null, "max_parallel": 8, "max_rate": .null])
             #expect(status["courtesy"]?["limit"] == status["courtesy"]?["cap"] && status["courtesy"]?["threshold"] == 20.0)
+            // Quotas per user: an empty cache charges nobody.
+            #expect(status["users"] == [])
             // No ready-lists: ready at start, nothing read.
             #expect(status["ready"] == [
                 "ready": true, "fraction": 1.0, "cached": 0, "failed": 0, "total": 0, "needed": 0, "lists": [], "missing": [],

@@ -24,6 +24,7 @@ struct SettingDeclarationTests {
         "http-header-bytes": "32KiB", "http-header-timeout": "10s", "http-idle-timeout": "75s",
         "ready-lists": nil, "ready-fraction": "1",
         "courtesy": "true", "courtesy-threshold": "20%", "courtesy-pressure": nil,
+        "quota-per-user": nil,
     ]
 
     @Test("every default is the value imgd had, whichever type now holds it")

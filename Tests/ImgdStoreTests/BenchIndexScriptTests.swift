@@ -42,8 +42,9 @@ struct BenchIndexScriptTests {
         try CacheIndex(path: reference).close()
 
         let expected = try await Self.schema(of: reference)
-        // entries, meta and totals; the two indexes; the three triggers that keep totals.
-        #expect(expected.count == 8, "\(expected)")
+        // entries, meta and totals; the two indexes; the three triggers that keep totals; and for
+        // quotas per user, owner_totals, the owner index and its three triggers.
+        #expect(expected.count == 13, "\(expected)")
         #expect(try await Self.schema(of: made) == expected)
 
         let index = try CacheIndex(path: made)

@@ -86,6 +86,7 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("courtesy")) var courtesy: String?
     @Option(help: .setting("courtesy-threshold")) var courtesyThreshold: String?
     @Option(help: .setting("courtesy-pressure")) var courtesyPressure: [String] = []
+    @Option(help: .setting("quota-per-user")) var quotaPerUser: String?
 
     static let otherOptions: Set<String> = ["_config"]
 

@@ -44,6 +44,9 @@ public enum FailureCode: String, Sendable, CaseIterable {
     /// origin's 403 came after that expiry), not retried, not remembered against its key. Re-sign
     /// it and ask again.
     case urlExpired = "url_expired"
+    /// The body is larger than what the uid it is charged to may hold (quotas per user); not
+    /// retried, not remembered.
+    case quotaExceeded = "quota_exceeded"
 
     /// The code of an HTTP status failure: `http_404`.
     public static func http(status: Int) -> String { "\(http.rawValue)_\(status)" }

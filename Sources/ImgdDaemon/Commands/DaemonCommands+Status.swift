@@ -46,6 +46,7 @@ extension DaemonCommands {
             "ready": services.readiness.snapshot().json,
             "window": CalendarWindows.json(window.position, policy: window.policy),
             "courtesy": services.courtesy.json,
+            "users": users(),
         ]
     }
 
@@ -54,7 +55,7 @@ extension DaemonCommands {
         let memory = services.memory.statistics
         let counters = services.counters.values
         let evictions = services.disk.evictions
-        let evicted = [EvictionReason.size, .space, .command].reduce(0) { $0 + evictions.total($1).files }
+        let evicted = [EvictionReason.size, .space, .command, .quota].reduce(0) { $0 + evictions.total($1).files }
         return [
             "downloads": JSONValue(downloads.succeeded), "download_bytes": JSONValue(downloads.bytesDownloaded),
             "download_failures": JSONValue(downloads.failed), "retries": JSONValue(downloads.retries),

@@ -39,6 +39,11 @@ public struct ConfigReload: Sendable {
             applied.windows = loaded.windows
             changes.append(Change(key: "window tables", value: CalendarWindowTables.summary(loaded.windows), applied: true))
         }
+        // So do quota tables; a user's name is resolved again at each load.
+        if loaded.quotaTables != running.quotaTables {
+            applied.quotaTables = loaded.quotaTables
+            changes.append(Change(key: "quota tables", value: QuotaTable.summary(loaded.quotaTables), applied: true))
+        }
         self.changes = changes
         self.applied = applied
     }

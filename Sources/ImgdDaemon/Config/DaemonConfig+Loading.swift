@@ -34,6 +34,10 @@ extension DaemonConfig {
                     config.windows = try CalendarWindowTables.windows(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line)
                     continue
                 }
+                if entry.key == "quota" {
+                    config.quotaTables = try QuotaTable.tables(from: entry.value, origin: { "\(file):\($0)" }, line: entry.line)
+                    continue
+                }
                 try config.set(entry.key, to: entry.value, origin: "\(file):\(entry.line)")
             }
         }

@@ -335,6 +335,18 @@ extension DaemonConfig {
             guard paths.count <= 8 else { throw SettingError(reason: "at most 8 files") }
             return paths
         },
+        // Quotas per user (README, "Quotas per user"); [quota."NAME"] tables override it.
+        DaemonSetting(
+            "quota-per-user", \.quotaPerUser, reloadable: true,
+            help: SettingHelp(
+                "Bytes of the disk tier the entries charged to one uid may hold; over it, that uid's least recently used entries go",
+                detail: "at least 1KiB, in the units of disk-limit; [quota.\"NAME\"] tables override it per user",
+                valueName: "SIZE", none: "none: no quota"),
+            show: { $0.map { "\(ByteCount($0))" } ?? "none" }, spell: { $0.map(DaemonSetting.spell(bytes:)) }
+        ) { value throws(SettingError) in
+            if case .string(let text) = value, text.isEmpty { return nil }
+            return try QuotaTable.limit(value)
+        },
     ]
 
     /// The lowest `max-rate` other than 0 (no cap): a byte a second would hold a transfer for days.
@@ -350,7 +362,7 @@ extension DaemonConfig {
         guard let setting = Self.settingsByName[key] else {
             let known = Self.settingNames.joined(separator: ", ")
             if case .table = value {
-                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys, and the only tables are [host.\"PATTERN\"] and [window.\"NAME\"] (known settings: \(known))")
+                throw ConfigError(origin: origin, reason: "unknown table [\(key)]: settings are top-level keys, and the only tables are [host.\"PATTERN\"], [window.\"NAME\"] and [quota.\"NAME\"] (known settings: \(known))")
             }
             throw ConfigError(origin: origin, reason: "unknown setting \(key) (known: \(known))")
         }

@@ -106,6 +106,12 @@ public struct DaemonConfig: Sendable, Equatable {
     public var keyPolicy: CacheKeyPolicy {
         CacheKeyPolicy(rules: hosts.map { CacheKeyPolicy.Rule(hosts: $0.pattern, ignoredQuery: $0.keyIgnoreQuery ?? []) })
     }
+    /// Quotas per user: the bytes every uid's entries may hold in the disk tier (nil, the
+    /// default: no quota), and `[quota."NAME"]` tables over it (file only; reloadable).
+    public var quotaPerUser: Int?
+    public var quotaTables: [QuotaTable] = []
+    /// The quotas the disk tier enforces.
+    public var userQuotas: UserQuotas { QuotaTable.quotas(default: quotaPerUser, tables: quotaTables) }
     /// The largest image `get` returns inline with `data: true`
     /// (``DaemonCommands/defaultMaxDataBytes``).
     public var maxDataBytes = DaemonCommands.defaultMaxDataBytes

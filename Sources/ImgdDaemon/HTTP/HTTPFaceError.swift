@@ -91,7 +91,7 @@ struct HTTPFaceError: Error, Sendable, Equatable {
         case .tooLarge: return .payloadTooLarge
         case .timeout: return .gatewayTimeout
         case .badURL: return .badRequest
-        case .diskFull: return .insufficientStorage
+        case .diskFull, .quotaExceeded: return .insufficientStorage
         case .disk: return .internalServerError
         case .cancelled: return .serviceUnavailable
         // The URL asked for is no longer valid; asking again will not help, a re-signed one will.

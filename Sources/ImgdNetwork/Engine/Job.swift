@@ -32,6 +32,10 @@ final class Job {
     /// Set for a revalidation: the cached entry's validators, sent as conditional headers, and a
     /// `304` is its success. Dropped when a request that wants the body joins it while queued.
     var validators: Validators?
+    /// The uid a new entry is charged to (quotas per user): the first waiter's caller, the
+    /// request that caused the fetch; nil (unowned) for imgd's own requests and callers of no
+    /// known uid. A waiter that joins later does not change it.
+    let owner: UInt32?
     /// Unique per engine: tells this job from a later one for the same key.
     let serial: UInt64
     var waiters: [FetchToken] = []
@@ -104,6 +108,7 @@ final class Job {
         validators = waiter.validators
         priority = waiter.priority
         submitter = waiter.submitter
+        owner = waiter.caller.flatMap { $0 == .max ? nil : $0 }
         waiters = [waiter]
     }
 }

@@ -163,7 +163,7 @@ extension TransferEngine {
             etag: easy.header("ETag"), lastModified: easy.header("Last-Modified"),
             contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
             duration: ContinuousClock.now - transfer.startedAt, attempts: job.attempts, expectedSHA256: job.expectedSHA256,
-            freshness: freshness, servedBy: servedBy(job)))
+            freshness: freshness, servedBy: servedBy(job), owner: job.owner))
     }
 
     /// Ends `job`: every waiter gets `outcome`; the job leaves the table on success and on

@@ -30,14 +30,17 @@ final class ArrivedBody: Sendable {
     let expectedSHA256: SHA256Digest?
     /// The mirror the body came from, when it was not the request's own URL.
     let servedBy: String?
+    /// The uid a new entry is charged to (``Job/owner``); nil: unowned.
+    let owner: UInt32?
 
     init(
         url: ImageURL, key: CacheKey, jobSerial: UInt64, buffer: [UInt8], spill: BodySpill?, bytes: Int,
         reservation: SpaceReservation, finalURL: String, status: Int, etag: String?, lastModified: String?,
         contentType: String?, duration: Duration, attempts: Int, expectedSHA256: SHA256Digest? = nil,
-        freshness: ResponseFreshness = .none, servedBy: String? = nil
+        freshness: ResponseFreshness = .none, servedBy: String? = nil, owner: UInt32? = nil
     ) {
         self.servedBy = servedBy
+        self.owner = owner
         self.freshness = freshness
         self.url = url
         self.key = key

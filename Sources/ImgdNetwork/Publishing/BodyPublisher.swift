@@ -128,7 +128,7 @@ actor BodyPublisher {
         var result = result
         if case .success(var image) = result {
             // The row goes back with the outcome: the caller need not read it from the index.
-            let row = Self.indexEntry(for: image)
+            let row = Self.indexEntry(for: image, owner: body.owner)
             image.entry = row
             result = .success(image)
             pendingRows.append(row)
@@ -184,6 +184,8 @@ actor BodyPublisher {
             // their publishes end with the commit.
             try disk.record(pendingRows, releasing: pendingReservations.reduce(0) { $0 + $1.bytes }, endingPublishing: keys)
             for reservation in pendingReservations { reservation.settled() }
+            // Quotas per user: owners charged by this batch are checked on the housekeeping queue.
+            disk.charged(pendingRows.lazy.compactMap(\.owner))
         } catch {
             // Unrecorded: their publishes end here, so that the drops below remove their files.
             disk.endPublishing(keys)
@@ -203,14 +205,14 @@ actor BodyPublisher {
         deliver(outcomes)
     }
 
-    private static func indexEntry(for image: CachedImage) -> IndexEntry {
+    private static func indexEntry(for image: CachedImage, owner: UInt32?) -> IndexEntry {
         let record = image.download!
         let now = WallClock.nowMilliseconds()
         return IndexEntry(
             key: image.key, url: image.url.normalized, bytes: image.bytes, sha256: record.sha256,
             format: record.image.format, width: record.image.width, height: record.image.height,
             etag: record.etag, lastModified: record.lastModified, contentType: record.contentType,
-            fetchedAt: now, lastAccess: now, freshness: EntryFreshness(record.freshness, receivedAt: now))
+            fetchedAt: now, lastAccess: now, freshness: EntryFreshness(record.freshness, receivedAt: now), owner: owner)
     }
 
     /// Records a `304` for `key`'s entry: its freshness renewed from `response` (and the
@@ -250,6 +252,7 @@ actor BodyPublisher {
             let digest = body.buffer.withUnsafeBytes { SHA256Digest(of: $0) }
             try Self.check(digest, of: body)
             let info = try validate(MemoryByteSource(body.buffer))
+            try checkQuota(of: body)
             let file: TempFile
             do {
                 if let path = try cache.publishNew(body.buffer, as: body.key) {
@@ -285,6 +288,7 @@ actor BodyPublisher {
         do throws(DownloadError) {
             try Self.check(spilled.digest, of: body)
             let info = try validate(FileByteSource(fileDescriptor: spilled.file.fileDescriptor, count: body.bytes), walked: spilled.walk)
+            try checkQuota(of: body)
             return .success(image(body, at: try rename(spilled.file, as: body.key), digest: spilled.digest, info: info))
         } catch {
             spilled.file.discard()
@@ -317,6 +321,12 @@ actor BodyPublisher {
     private static func check(_ digest: SHA256Digest, of body: ArrivedBody) throws(DownloadError) {
         guard let expected = body.expectedSHA256, expected != digest else { return }
         throw .checksumMismatch(expected: expected, received: digest)
+    }
+
+    /// Quotas per user: a body larger than what its owner may hold is refused before it gets
+    /// its name (``DiskCache/quotaRefusal(owner:bytes:key:)``), so nothing cached is lost to it.
+    private nonisolated func checkQuota(of body: ArrivedBody) throws(DownloadError) {
+        if let refusal = disk.quotaRefusal(owner: body.owner, bytes: body.bytes, key: body.key) { throw .quotaExceeded(refusal) }
     }
 
     private nonisolated func validate(_ source: some ImageByteSource, walked: PNGArrivalWalk? = nil) throws(DownloadError) -> ImageInfo {

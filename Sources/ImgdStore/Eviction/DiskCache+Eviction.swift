@@ -46,6 +46,27 @@ extension DiskCache {
         return pass
     }
 
+    /// Removes `owner`'s least-recently-used, unpinned entries until at least `bytes` are freed
+    /// or the pass budget is spent (quotas per user: no other owner's entry is touched).
+    /// Pending access times are written first, as for ``evictLeastRecentlyUsed(toFree:now:passLimit:reason:)``.
+    /// Counted in ``evictions`` as ``EvictionReason/quota``.
+    public func evictLeastRecentlyUsed(
+        of owner: UInt32, toFree bytes: Int, now: Int = WallClock.nowMilliseconds(), passLimit: Int = evictionPassLimit
+    ) throws(SQLiteError) -> EvictionPass {
+        guard bytes > 0 else { return EvictionPass() }
+        try index.flushAccesses()
+        let candidates = try index.evictionCandidates(owner: owner, now: now, limit: passLimit)
+        var chosen: [(key: CacheKey, bytes: Int)] = []
+        var freed = 0
+        for candidate in candidates where freed < bytes {
+            chosen.append(candidate)
+            freed += candidate.bytes
+        }
+        var pass = try remove(chosen, reason: .quota)
+        pass.isIncomplete = freed < bytes && candidates.count == passLimit
+        return pass
+    }
+
     /// Removes unpinned entries last used before `cutoff` (milliseconds since 1970), oldest first,
     /// at most `passLimit` of them. Counted in ``evictions`` as ``EvictionReason/age``.
     public func evictExpired(

@@ -9,4 +9,7 @@ public enum EvictionReason: String, Sendable, CaseIterable {
     case age
     /// Asked for: the `evict` command, and `purge` of the disk tier.
     case command
+    /// To bring one user's entries back under that user's quota (quotas per user): only that
+    /// user's least recently used, unpinned entries.
+    case quota
 }

@@ -26,7 +26,8 @@ extension CacheIndex {
             verified_generation INTEGER NOT NULL,
             validated_at INTEGER,
             fresh_until INTEGER,
-            cache_flags INTEGER NOT NULL DEFAULT 0
+            cache_flags INTEGER NOT NULL DEFAULT 0,
+            owner INTEGER
         );
         """
 
@@ -44,6 +45,29 @@ extension CacheIndex {
             UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE id = 0; END;
         CREATE TRIGGER IF NOT EXISTS entries_recounted AFTER UPDATE OF bytes ON entries BEGIN
             UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE id = 0; END;
+        """ + ownerSchema
+
+    /// Quotas per user: who each entry is charged to (``IndexEntry/owner``), each owner's
+    /// entries and bytes kept by triggers (`owner_totals`, no scan), and an index on
+    /// (owner, last access) for the owner's least recently used entries. Unowned rows (NULL: rows
+    /// from before owners were kept, imgd's own ready lists, the HTTP face's TCP clients) are in
+    /// neither. A row keeps its owner when it is replaced (a refresh): only a new row takes one.
+    private static let ownerSchema = """
+        CREATE INDEX IF NOT EXISTS entries_by_owner ON entries(owner, last_access) WHERE owner IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS owner_totals (
+            owner INTEGER PRIMARY KEY NOT NULL, entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+        CREATE TRIGGER IF NOT EXISTS entries_owner_in AFTER INSERT ON entries WHEN NEW.owner IS NOT NULL BEGIN
+            INSERT INTO owner_totals (owner, entries, bytes) SELECT NEW.owner, 1, NEW.bytes WHERE true
+                ON CONFLICT (owner) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes; END;
+        CREATE TRIGGER IF NOT EXISTS entries_owner_out AFTER DELETE ON entries WHEN OLD.owner IS NOT NULL BEGIN
+            UPDATE owner_totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE owner = OLD.owner;
+            DELETE FROM owner_totals WHERE owner = OLD.owner AND entries <= 0; END;
+        CREATE TRIGGER IF NOT EXISTS entries_owner_recounted AFTER UPDATE OF bytes, owner ON entries
+            WHEN OLD.owner IS NOT NULL OR NEW.owner IS NOT NULL BEGIN
+            UPDATE owner_totals SET entries = entries - 1, bytes = bytes - OLD.bytes WHERE owner = OLD.owner;
+            DELETE FROM owner_totals WHERE owner = OLD.owner AND entries <= 0;
+            INSERT INTO owner_totals (owner, entries, bytes) SELECT NEW.owner, 1, NEW.bytes WHERE NEW.owner IS NOT NULL
+                ON CONFLICT (owner) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes; END;
         """
 
     /// Opens the writer's connection, creating the schema, and starts a run: reads and bumps the
@@ -59,6 +83,7 @@ extension CacheIndex {
         // warming every few thousand images; every 16,384 pages (64 MiB of WAL) amortises it.
         try writer.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384;")
         try addFreshnessColumns(writer)
+        try addOwnerColumn(writer)
         try migrateToRowidTable(writer)
         try writer.execute(Self.schema)
         let (clean, generation, unsyncedBeforeRestart): (Bool, Int, Bool) = try writer.transaction { () throws(SQLiteError) in
@@ -96,6 +121,10 @@ extension CacheIndex {
                 DROP TRIGGER IF EXISTS entries_counted_in;
                 DROP TRIGGER IF EXISTS entries_counted_out;
                 DROP TRIGGER IF EXISTS entries_recounted;
+                DROP TRIGGER IF EXISTS entries_owner_in;
+                DROP TRIGGER IF EXISTS entries_owner_out;
+                DROP TRIGGER IF EXISTS entries_owner_recounted;
+                DROP INDEX IF EXISTS entries_by_owner;
                 DROP INDEX IF EXISTS entries_by_last_access;
                 DROP INDEX IF EXISTS entries_pinned;
                 ALTER TABLE entries RENAME TO entries_without_rowid;
@@ -124,5 +153,17 @@ extension CacheIndex {
                 ALTER TABLE entries ADD COLUMN cache_flags INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+    }
+
+    /// Gives an entries table made before quotas its owner column (NULL for every row: unowned,
+    /// charged to nobody). After ``addFreshnessColumns(_:)`` and before
+    /// ``migrateToRowidTable(_:)``, whose copy names every column. Instant at any size; the
+    /// owner index and `owner_totals` (empty: no row has an owner yet) come with ``schema``.
+    private static func addOwnerColumn(_ connection: SQLiteConnection) throws(SQLiteError) {
+        let statement = try connection.statement("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries'")
+        let sql = try statement.step() ? statement.string(0) ?? "" : ""
+        statement.reset()
+        guard !sql.isEmpty, !sql.contains("owner") else { return }
+        try connection.execute("ALTER TABLE entries ADD COLUMN owner INTEGER")
     }
 }

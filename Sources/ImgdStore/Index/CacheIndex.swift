@@ -198,8 +198,8 @@ public final class CacheIndex: Sendable {
                 let statement = try connection.statement("""
                     INSERT INTO entries (key, url, bytes, sha256, format, width, height, etag, last_modified,
                         content_type, fetched_at, last_access, hit_count, pinned_until, verified_generation,
-                        validated_at, fresh_until, cache_flags)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                        validated_at, fresh_until, cache_flags, owner)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
                     ON CONFLICT (key) DO UPDATE SET url = excluded.url, bytes = excluded.bytes,
                         sha256 = excluded.sha256, format = excluded.format, width = excluded.width,
                         height = excluded.height, etag = excluded.etag, last_modified = excluded.last_modified,
@@ -208,6 +208,7 @@ public final class CacheIndex: Sendable {
                         validated_at = excluded.validated_at, fresh_until = excluded.fresh_until,
                         cache_flags = excluded.cache_flags
                     """)
+                // `owner` is not in the update: a replaced row keeps the uid it is charged to.
                 for entry in entries {
                     statement.reset()
                     entry.key.digest.bytes.withUnsafeBytes { statement.bind(1, bytes: $0) }
@@ -228,6 +229,7 @@ public final class CacheIndex: Sendable {
                     statement.bind(16, entry.freshness.validatedAt)
                     statement.bind(17, entry.freshness.freshUntil)
                     statement.bind(18, Self.flags(of: entry.freshness))
+                    statement.bind(19, entry.owner.map { Int($0) })
                     try statement.step()
                 }
                 return try Self.totalBytes(connection) - before
@@ -376,7 +378,7 @@ public final class CacheIndex: Sendable {
     /// Every column of `entries`, in the order ``entry(from:generation:)`` reads them.
     static let columns = """
         key, url, bytes, sha256, format, width, height, etag, last_modified, content_type, fetched_at,
-        last_access, hit_count, pinned_until, verified_generation, validated_at, fresh_until, cache_flags
+        last_access, hit_count, pinned_until, verified_generation, validated_at, fresh_until, cache_flags, owner
         """
 
     private static func entry(from row: SQLiteStatement, generation: Int) -> IndexEntry? {
@@ -390,7 +392,8 @@ public final class CacheIndex: Sendable {
             pinnedUntil: row.optionalInt(13), needsVerification: row.int(14) < generation,
             freshness: EntryFreshness(
                 validatedAt: row.optionalInt(15) ?? row.int(10), freshUntil: row.optionalInt(16),
-                noCache: row.int(17) & 1 != 0, immutable: row.int(17) & 2 != 0))
+                noCache: row.int(17) & 1 != 0, immutable: row.int(17) & 2 != 0),
+            owner: row.optionalInt(18).flatMap { UInt32(exactly: $0) })
     }
 
     static func meta(_ connection: SQLiteConnection, _ name: String) throws(SQLiteError) -> Int? {

@@ -28,12 +28,19 @@ public struct IndexEntry: Sendable, Equatable {
     /// lifetime (``EntryFreshness``). Rows made before freshness was kept count as validated when
     /// fetched, with no lifetime given.
     public var freshness: EntryFreshness
+    /// The uid the entry is charged to (quotas per user): the one whose request first caused it
+    /// to be cached. Nil: unowned, charged to nobody (rows from before owners were kept, imgd's
+    /// own ready lists, the HTTP face's TCP clients). A row replaced under its key (a refresh)
+    /// keeps the owner it had.
+    public var owner: UInt32?
 
     public init(
         key: CacheKey, url: String, bytes: Int, sha256: SHA256Digest, format: ImageFormat, width: Int?, height: Int?,
         etag: String?, lastModified: String?, contentType: String?, fetchedAt: Int, lastAccess: Int,
-        hitCount: Int = 0, pinnedUntil: Int? = nil, needsVerification: Bool = false, freshness: EntryFreshness? = nil
+        hitCount: Int = 0, pinnedUntil: Int? = nil, needsVerification: Bool = false, freshness: EntryFreshness? = nil,
+        owner: UInt32? = nil
     ) {
+        self.owner = owner
         self.key = key
         self.url = url
         self.bytes = bytes
