@@ -23,6 +23,7 @@ public struct ImgctlCommand: ParsableCommand {
             StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self, ExplainCommand.self,
             StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self,
             WaitReadyCommand.self,
+            ExportCommand.self, ImportCommand.self, ManifestCommand.self,
         ])
 
     public init() {}
