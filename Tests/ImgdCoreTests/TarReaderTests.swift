@@ -122,3 +122,13 @@ struct TarReaderTests {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension TarReaderTests {
+    @Test("a size of 8 GiB or more is written in base-256 and read back, and refused over the limit at its header")
+    func largeSize() {
+        let header = TarHeader.regularFile(name: "big", size: 1 << 40, modified: 0)
+        #expect(header[124] == 0x80)
+        let read = Self.read(header + [UInt8](repeating: 7, count: 4096), limit: 1 << 20)
+        #expect(read.error == .memberTooLarge(name: "big", size: 1 << 40, limit: 1 << 20))
+    }
+}

@@ -38,8 +38,19 @@ public enum TarHeader {
     /// The end of an archive: two zero blocks.
     public static let endOfArchive = [UInt8](repeating: 0, count: 2 * blockSize)
 
-    /// Writes `value` as zero-padded octal digits followed by a NUL, in `width` bytes.
+    /// Writes `value` as zero-padded octal digits followed by a NUL, in `width` bytes; a value
+    /// too large for them (a size of 8 GiB or more) in GNU's base-256 form, which GNU tar and
+    /// ``TarReader`` read.
     private static func put(octal value: Int, width: Int, at offset: Int, in block: inout [UInt8]) {
+        if value >= 1 << (3 * (width - 1)) {
+            var rest = value
+            for index in stride(from: offset + width - 1, to: offset, by: -1) {
+                block[index] = UInt8(rest & 0xff)
+                rest >>= 8
+            }
+            block[offset] = 0x80
+            return
+        }
         var digits = Array(String(value, radix: 8).utf8)
         let room = width - 1
         if digits.count < room { digits = [UInt8](repeating: UInt8(ascii: "0"), count: room - digits.count) + digits }
