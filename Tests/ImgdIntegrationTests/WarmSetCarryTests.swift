@@ -259,4 +259,39 @@ struct WarmSetCarryTests {
             #expect(await a.stop() == 0, "log:\n\(a.log)")
         }
     }
+
+    @Test("stream mode: a stream command behind another request on its connection is bad_request and the connection closes; export without list or all is invalid_argument, of an unknown list not_found, each then closed; nothing cached is lost")
+    func streamModeRefusals() async throws {
+        try await withRunningServer { server in
+            let scratch = try ScratchFolder()
+            defer { scratch.remove() }
+            let (daemon, _) = try await Self.exported(server, scratch, routes: Array(Self.routes.prefix(1)))
+            defer { daemon.killIfRunning() }
+            let socket = daemon.socket
+            let lines = try await onOwnThread { Result { () throws -> [String] in
+                var seen: [String] = []
+                let behind = try ControlClient(path: socket)
+                // `status` runs in a task (not answered at once, as `ping` is): still unanswered when
+                // the manifest's line is read behind it.
+                try behind.send("{\"id\":1,\"cmd\":\"status\"}\n{\"id\":2,\"cmd\":\"manifest\",\"all\":true}")
+                seen.append(try behind.readLine())
+                seen.append(try behind.readLine())
+                seen.append((try? behind.readLine()) == nil ? "closed" : "open")
+                for request in [#"{"id":3,"cmd":"export"}"#, #"{"id":4,"cmd":"export","list":"nope"}"#] {
+                    let client = try ControlClient(path: socket)
+                    try client.send(request)
+                    seen.append(try client.readLine())
+                    seen.append((try? client.readLine()) == nil ? "closed" : "open")
+                }
+                return seen
+            } }.get()
+            #expect(lines.count == 7)
+            #expect(lines[0].contains("\"id\":1,\"ok\":true"), "\(lines)")
+            #expect(lines[1].contains("bad_request") && lines[1].contains("connection of its own") && lines[1].contains("\"id\":2"), "\(lines)")
+            #expect(lines[2] == "closed" && lines[4] == "closed" && lines[6] == "closed", "\(lines)")
+            #expect(lines[3].contains("invalid_argument") && lines[5].contains("not_found"), "\(lines)")
+            #expect(try await Self.entries(daemon) == 1)
+            #expect(await daemon.stop() == 0, "log:\n\(daemon.log)")
+        }
+    }
 }
