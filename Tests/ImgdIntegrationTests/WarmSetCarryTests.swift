@@ -11,7 +11,8 @@ import Glibc
 /// daemon, `imgctl import` into another, `imgctl manifest --compare`, against the test origin.
 @Suite("imgd: export, import and manifest of the warm set (the real binaries)", .timeLimit(.minutes(10)), .offThePool)
 struct WarmSetCarryTests {
-    static let routes = (0..<5).map { "/img/carry-\($0).png?bytes=\(4000 + $0 * 3000)" }
+    // 40 KB to 160 KB, 500 KB in all: the export spans chunks (256 KiB), and a header falls near a chunk's end.
+    static let routes = (0..<5).map { "/img/carry-\($0).png?bytes=\(40000 + $0 * 30000)" }
 
     /// A daemon with its socket at `scratch/imgd.sock`.
     static func start(_ scratch: ScratchFolder, arguments: [String] = []) async throws -> DaemonProcess {

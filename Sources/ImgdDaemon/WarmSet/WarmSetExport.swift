@@ -72,6 +72,9 @@ actor WarmSetExport: ControlStreamSource {
             }
             guard var entry = current else { continue }
             let want = min(entry.left, Self.chunkSize - chunk.readableBytes)
+            // The header just written filled the chunk: its bytes start the next one. (Reading
+            // 0 bytes here was taken for a failed read, and cut the stream.)
+            if want == 0 { break }
             let read = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { buffer in
                 max(0, pread(entry.descriptor, buffer.baseAddress, want, off_t(entry.offset)))
             }
