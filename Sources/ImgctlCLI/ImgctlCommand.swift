@@ -21,9 +21,9 @@ public struct ImgctlCommand: ParsableCommand {
             StatusCommand.self, AddCommand.self, WarmCommand.self, GetCommand.self, EvictCommand.self,
             PurgeCommand.self, ListsCommand.self, CancelCommand.self, FailedCommand.self, RetryCommand.self, RefreshCommand.self,
             StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self, ExplainCommand.self,
-            StatsCommand.self, WatchCommand.self, FsckCommand.self, ReloadCommand.self,
             WaitReadyCommand.self,
             UsageCommand.self,
+            ExportCommand.self, ImportCommand.self, ManifestCommand.self,
         ])
 
     public init() {}

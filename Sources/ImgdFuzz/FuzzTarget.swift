@@ -24,6 +24,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The HTTP face: NIO's HTTP/1.1 decoder, the face's routes, query parameters, ranges and
     /// error responses, through the face's own connection pipeline.
     case httpRequest = "http-request"
+    /// A warm set's tar stream (`imgctl import`): the ustar reader, read whole and in pieces.
+    case tar = "tar"
 
     /// Runs the target on one input.
     public func run(_ input: UnsafeRawBufferPointer) throws(FuzzFinding) {
@@ -36,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .image: try ImageFuzzTarget.run(&input)
         case .config: try ConfigFuzzTarget.run(&input)
         case .httpRequest: try HTTPRequestFuzzTarget.run(&input)
+        case .tar: try TarFuzzTarget.run(&input)
         }
     }
 

@@ -42,6 +42,8 @@ public final class ImgdConnection {
     public private(set) var lostDescriptors = 0
     /// True once the daemon closed its end.
     private var sawEndOfFile = false
+    /// Raw bytes taken from the line buffer and not yet handed out by ``readRaw(into:)``.
+    private var rawLeftover: ArraySlice<UInt8> = []
     /// Where `read` puts bytes before they join `buffer`; reused across reads.
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
 
@@ -156,6 +158,47 @@ public final class ImgdConnection {
                 }
             }
         }
+    }
+
+    // MARK: Stream mode
+
+    /// Raw bytes after a stream command's reply line (`export`, `manifest`: Protocol.md,
+    /// "Stream mode"): first those read with the line, then from the socket. 0 at the end.
+    public func readRaw(into target: UnsafeMutableRawBufferPointer) throws(ImgdClientError) -> Int {
+        if rawLeftover.isEmpty, buffer.hasUnread { rawLeftover = buffer.takeRemaining()[...] }
+        if !rawLeftover.isEmpty {
+            let count = min(target.count, rawLeftover.count)
+            rawLeftover.withUnsafeBytes { target.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            rawLeftover = rawLeftover.dropFirst(count)
+            if rawLeftover.isEmpty { rawLeftover = [] }
+            return count
+        }
+        if fileDescriptor < 0 || sawEndOfFile { return 0 }
+        while true {
+            let count = Glibc.read(fileDescriptor, target.baseAddress, target.count)
+            if count >= 0 { return count }
+            let code = errno
+            if code == EINTR { continue }
+            if code == ECONNRESET { return 0 }
+            throw .local("reading from \(socketPath): \(Self.describe(code))")
+        }
+    }
+
+    /// Sends raw bytes after a stream command's line (`import`).
+    public func writeRaw(_ bytes: UnsafeRawBufferPointer) throws(ImgdClientError) {
+        var failure: Int32 = 0
+        do throws(WriteError) {
+            try ImgdBase.writeAll(fileDescriptor, bytes, sendFlags: Int32(MSG_NOSIGNAL))
+        } catch {
+            failure = error.errno
+        }
+        if failure == EPIPE || failure == ECONNRESET { throw .connectionLost(socket: socketPath) }
+        if failure != 0 { throw .local("writing to \(socketPath): \(Self.describe(failure))") }
+    }
+
+    /// Half-closes the connection: the daemon reads the end of an `import`'s bytes.
+    public func finishWriting() {
+        if fileDescriptor >= 0 { _ = shutdown(fileDescriptor, Int32(SHUT_WR)) }
     }
 
     // MARK: Reading and writing

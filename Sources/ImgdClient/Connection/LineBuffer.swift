@@ -81,6 +81,21 @@ struct LineBuffer {
     }
 
     /// True when the partial line buffered is already longer than `limit`.
+    /// The bytes after the last line returned, handed over and dropped from the buffer: a
+    /// stream command's raw bytes read with its reply line (Protocol.md, "Stream mode").
+    mutating func takeRemaining() -> [UInt8] {
+        defer {
+            dropped += bytes.count
+            bytes.removeAll()
+            start = 0
+            scanned = 0
+        }
+        return Array(bytes[start...])
+    }
+
+    /// Bytes are buffered past the last line returned.
+    var hasUnread: Bool { bytes.count > start }
+
     var isOverLimit: Bool {
         bytes.count - start > limit
     }

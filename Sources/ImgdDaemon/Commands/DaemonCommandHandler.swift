@@ -53,6 +53,16 @@ final class DaemonCommandHandler: ControlCommandHandler {
         }
     }
 
+    func openStream(_ request: ControlRequest) async -> Result<ControlStream, ControlError> {
+        guard let services = services.withLock({ $0 }) else { return .failure(.shuttingDown) }
+        let commands = DaemonCommands(services: services, request: request)
+        do {
+            return .success(try await commands.openStream())
+        } catch {
+            return .failure(error)
+        }
+    }
+
     func handle(_ request: ControlRequest) async -> Result<JSONValue, ControlError> {
         guard let services = services.withLock({ $0 }) else { return .failure(.shuttingDown) }
         let commands = DaemonCommands(services: services, request: request)

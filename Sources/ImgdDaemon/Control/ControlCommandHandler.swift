@@ -29,6 +29,10 @@ public protocol ControlCommandHandler: Sendable {
     /// and the descriptor the server passes with it (nil: none, for an error). The server
     /// asks this instead of ``replyAtOnce(_:)`` and ``handle(_:)`` for such a request.
     func handlePassingDescriptor(_ request: ControlRequest) async -> (Result<JSONValue, ControlError>, PassedDescriptor?)
+
+    /// A command in ``ControlStream/commands``, which takes its connection over (Protocol.md,
+    /// "Stream mode"); the server asks this instead of ``handle(_:)`` for one.
+    func openStream(_ request: ControlRequest) async -> Result<ControlStream, ControlError>
 }
 
 extension ControlCommandHandler {

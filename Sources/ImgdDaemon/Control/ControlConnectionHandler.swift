@@ -62,7 +62,11 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     /// The descriptor being passed with the reply just written (`+Descriptor.swift`): a barrier,
     /// as a running request is, since nothing may be written until its `\n` has gone with it.
     var passing: DescriptorPass?
-    var isRunning: Bool { running != nil || passing != nil }
+    var isRunning: Bool { running != nil || passing != nil || streaming }
+    /// The line decoder's switch to raw bytes (`+Stream.swift`).
+    let streamSwitch: ControlStreamSwitch
+    /// A stream command has taken the connection over (`+Stream.swift`): a barrier for good.
+    var streaming = false
     /// The queued output, held replies and events, the backpressure mark and the slow-reader
     /// clock (``ControlOutputAccount``); the replies of the batch in `outbox` are counted there.
     var output: ControlOutputAccount
@@ -87,9 +91,10 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     var droppedEvents = 0
     var lastDroppedSequence = 0
 
-    init(settings: ControlConnectionSettings, peer: ControlPeer) {
+    init(settings: ControlConnectionSettings, peer: ControlPeer, streamSwitch: ControlStreamSwitch = ControlStreamSwitch()) {
         self.settings = settings
         self.peer = peer
+        self.streamSwitch = streamSwitch
         logger = settings.logger.forPeer(peer)
         output = ControlOutputAccount(limits: settings.limits, now: .now())
     }
@@ -140,6 +145,9 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ControlShutdownEvent {
             beginDraining()
+        } else if streaming {
+            // The stream's handler hears of the client's half-close (an import's end).
+            context.fireUserInboundEventTriggered(event)
         } else if let event = event as? ChannelEvent, event == .inputClosed {
             // The client will send nothing more: answer what it sent, then close.
             state.endInput()
@@ -164,11 +172,17 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
             settings.metrics.increment(\.linesTooLong)
             logger.info("control: a line over \(limits.maxLineBytes) bytes; replying line_too_long and closing the connection")
             hold(ControlLine.error(.lineTooLong(limit: limits.maxLineBytes)), closeAfter: true)
+        case .raw(let bytes):
+            // A stream command's bytes: for its handler, next in the pipeline (none yet: dropped).
+            if streaming { context.fireChannelRead(NIOAny(bytes)) }
+            return
         case .line(let line) where output.isBackedUp || unparsedLines > 0:
             unparsedLines += 1
             pending.append(.line(line))
         case .line(let line):
             switch pendingItem(for: line) {
+            case .request(let request) where ControlStream.commands.contains(request.command):
+                acceptStream(request)
             case .request(let request):
                 pending.append(.request(request))
             case .reply(let reply, let closeAfter):
@@ -211,7 +225,7 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Queues a reply behind the requests before it; it counts as queued output from now on.
-    private func hold(_ reply: ByteBuffer, closeAfter: Bool) {
+    func hold(_ reply: ByteBuffer, closeAfter: Bool) {
         guard output.fits(reply.readableBytes) else {
             disconnectSlowReader()
             return
@@ -267,6 +281,10 @@ final class ControlConnectionHandler: ChannelDuplexHandler {
     /// Runs `request` through the command handler; its reply is written back on the loop.
     private func run(_ request: ControlRequest) {
         guard let context else { return }
+        if ControlStream.commands.contains(request.command) {
+            startStream(request, context: context)
+            return
+        }
         let handler = settings.handler
         if request.wantsDescriptor {
             runPassingDescriptor(request, context: context)

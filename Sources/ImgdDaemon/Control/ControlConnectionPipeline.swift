@@ -11,9 +11,10 @@ public enum ControlConnectionPipeline {
     static func addHandlers(
         to pipeline: ChannelPipeline.SynchronousOperations, settings: ControlConnectionSettings, peer: ControlPeer
     ) throws {
-        let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics)
+        let streamSwitch = ControlStreamSwitch()
+        let decoder = ControlLineDecoder(maxLineBytes: settings.limits.maxLineBytes, metrics: settings.metrics, streamSwitch: streamSwitch)
         try pipeline.addHandler(ByteToMessageHandler(decoder))
-        try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer))
+        try pipeline.addHandler(ControlConnectionHandler(settings: settings, peer: peer, streamSwitch: streamSwitch))
     }
 
     /// Adds the handlers a server with these `limits`, `handler` and `events` gives a connection

@@ -5,6 +5,18 @@ import NIOCore
 enum ControlFrame {
     case line(ByteBuffer)
     case tooLong
+    /// Bytes after a stream command's line (``ControlStream``), passed on as they came.
+    case raw(ByteBuffer)
+}
+
+/// Turns a connection's line decoder into a pass-through once a stream command's line has been
+/// read (Protocol.md, "Stream mode"). Set by the connection handler on the event loop, inside
+/// the decoder's own call that passed the line on, so the very next bytes (the tar stream an
+/// `import` client sends right after its line) are never read as lines. Why not remove the
+/// `ByteToMessageHandler`: on removal NIO runs `decodeLast` over what it holds, which would cut
+/// those bytes into lines. Owned by the connection's event loop.
+final class ControlStreamSwitch {
+    var isRaw = false
 }
 
 /// Splits a connection's bytes into lines of at most `maxLineBytes` (excluding the terminator).
@@ -16,18 +28,27 @@ struct ControlLineDecoder: ByteToMessageDecoder {
 
     let maxLineBytes: Int
     let metrics: ControlMetrics
+    /// Set once the connection streams: bytes are passed on raw from then on.
+    let streamSwitch: ControlStreamSwitch
     /// Bytes after the reader index already searched for a newline.
     private var scanned = 0
     private var discarding = false
     /// The largest buffer reported to the metrics (only a new high-water mark touches them).
     private var reportedInputBuffer = 0
 
-    init(maxLineBytes: Int, metrics: ControlMetrics) {
+    init(maxLineBytes: Int, metrics: ControlMetrics, streamSwitch: ControlStreamSwitch = ControlStreamSwitch()) {
         self.maxLineBytes = maxLineBytes
         self.metrics = metrics
+        self.streamSwitch = streamSwitch
     }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        if streamSwitch.isRaw {
+            if buffer.readableBytes > 0 {
+                context.fireChannelRead(wrapInboundOut(.raw(buffer.readSlice(length: buffer.readableBytes)!)))
+            }
+            return .needMoreData
+        }
         if buffer.readableBytes > reportedInputBuffer {
             reportedInputBuffer = buffer.readableBytes
             metrics.recordMaximum(\.largestInputBuffer, reportedInputBuffer)
@@ -61,6 +82,7 @@ struct ControlLineDecoder: ByteToMessageDecoder {
     }
 
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        if streamSwitch.isRaw { return try decode(context: context, buffer: &buffer) }
         while try decode(context: context, buffer: &buffer) == .continue {}
         if seenEOF, !discarding, buffer.readableBytes > 0 {
             var line = buffer.readSlice(length: buffer.readableBytes)!
