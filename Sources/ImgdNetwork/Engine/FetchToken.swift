@@ -21,6 +21,9 @@ final class FetchToken: Sendable {
     let key: CacheKey
     /// The digest this request wants its body to have, if any.
     let expectedSHA256: SHA256Digest?
+    /// Set for a document fetch (``Downloader/fetchDocument(_:limit:submitter:caller:handler:)``):
+    /// the most bytes its body may have.
+    let documentLimit: Int?
     let priority: FetchPriority
     /// Set for a revalidation of a cached entry (``Validators``).
     let validators: Validators?
@@ -46,8 +49,9 @@ final class FetchToken: Sendable {
     init(
         request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
         handler: Handler? = nil, validators: Validators? = nil, isDueRevalidation: Bool = false,
-        caller: UInt32? = nil, countedForCaller: Bool = false
+        caller: UInt32? = nil, countedForCaller: Bool = false, documentLimit: Int? = nil
     ) {
+        self.documentLimit = documentLimit
         precondition(!countedForCaller || (caller != nil && held != nil), "a share is counted for a caller in a count")
         precondition(!isDueRevalidation || handler != nil, "a request someone waits on cannot be withdrawn")
         self.validators = validators
