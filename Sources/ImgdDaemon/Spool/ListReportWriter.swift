@@ -53,6 +53,8 @@ struct ListReportWriter: Sendable {
     /// again), rather than one that leaves them out.
     func writeReport(for record: ListRecord, as fileName: String, in folder: Int32) throws(SQLiteError) {
         let failureCounts = try store.failureCounts(list: record.id)
+        // Written by the daemon's own claim (a JSON object, ``ListClaimer/SitemapWalk``).
+        let sitemap = try store.sitemapSummary(list: record.id)
         let finishedAt = record.finishedAt ?? record.claimedAt
         try write(as: fileName, in: folder) { (json: inout JSONStreamWriter) throws(SQLiteError) in
             json.raw("{\n  \"already_cached\": ")
@@ -86,6 +88,10 @@ struct ListReportWriter: Sendable {
             json.string(Self.rfc3339(finishedAt))
             json.raw(",\n  \"name\": ")
             json.string(record.name, limit: Self.echoLimit)
+            if let sitemap {
+                json.raw(",\n  \"sitemap\": ")
+                json.raw(sitemap)
+            }
             json.raw(",\n  \"state\": ")
             json.string(record.state.rawValue)
             json.raw(",\n  \"total\": ")
