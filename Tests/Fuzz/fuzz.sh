@@ -6,7 +6,7 @@
 # or IMGD_FUZZ_TARGET=TARGET .build-fuzz/release/imgd-fuzz FILE). A finding, once fixed, goes to
 # Tests/Fuzz/Regressions/<target>/, which `make test` replays.
 #
-# Environment: FUZZ_SECONDS (per target, default 300), FUZZ_TARGETS (default: all seven),
+# Environment: FUZZ_SECONDS (per target, default 300), FUZZ_TARGETS (default: all eight),
 # FUZZ_JOBS (targets run at once, default 1), FUZZ_SCRATCH (default .build-fuzz),
 # FUZZ_ARGS (more libFuzzer flags).
 set -uo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
-FUZZ_TARGETS=${FUZZ_TARGETS:-control-line link-list-text link-list-json link-list-plist image config http-request}
+FUZZ_TARGETS=${FUZZ_TARGETS:-control-line link-list-text link-list-json link-list-plist link-list-xml image config http-request}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
 FUZZ_SCRATCH=${FUZZ_SCRATCH:-.build-fuzz}
 FUZZ_ARGS=${FUZZ_ARGS:-}
