@@ -86,6 +86,7 @@ struct DaemonSitemapTests {
         defer { scratch.remove() }
         let daemon = try await DaemonProcess.start(in: scratch.path)
         let good = server.url("/maps/good.xml"), missing = server.url("/maps/missing.xml")
+        let goodURL = try Self.normalized(good), missingURL = try Self.normalized(missing)
         server.serve(
             "/maps/good.xml",
             body: Array(Self.urlset([(server.url("/pages/1"), [server.url("/img/g1.png"), server.url("/img/g2.png")])]).utf8))
@@ -98,13 +99,13 @@ struct DaemonSitemapTests {
         let report = try #require(await daemon.report("index.xml", in: "failed"))
         let failures = try #require(report["failures"] as? [[String: Any]])
         #expect(failures.count == 1)
-        #expect(failures.first?["url"] as? String == (try Self.normalized(missing)))
+        #expect(failures.first?["url"] as? String == missingURL)
         #expect(failures.first?["code"] as? String == "bad_list")
         let message = failures.first?["message"] as? String ?? ""
-        #expect(message.contains("http_404") && message.contains(try Self.normalized(missing)), "\(message)")
+        #expect(message.contains("http_404") && message.contains(missingURL), "\(message)")
         let sitemap = Self.sitemap(of: report)
         #expect(sitemap["kind"] as? String == "index")
-        #expect(sitemap["children"] as? [String] == [try Self.normalized(good)])
+        #expect(sitemap["children"] as? [String] == [goodURL])
         #expect(sitemap["children_fetched"] as? Int == 1)
         #expect(sitemap["children_failed"] as? Int == 1)
         #expect(sitemap["non_image_locations_skipped"] as? Int == 1)
@@ -124,6 +125,8 @@ struct DaemonSitemapTests {
         let daemon = try await DaemonProcess.start(
             in: scratch.path, arguments: ["--sitemap-max-depth", "3", "--sitemap-max-children", "4", "--max-list-bytes", "8KiB"])
         let url = { (path: String) in server.url(path) }
+        var n: [String: String] = [:]
+        for path in ["/a.xml", "/b.xml", "/deep.xml", "/level3.xml", "/big.xml", "/c.xml", "/d.xml"] { n[path] = try Self.normalized(url(path)) }
         // index.xml → a (an index) → b (an index) → a again: a cycle; and b → deep (an index),
         // whose child would be level 3.
         server.serve("/a.xml", body: Array(Self.index([url("/b.xml")]).utf8))
@@ -141,15 +144,15 @@ struct DaemonSitemapTests {
         let failures = try #require(report["failures"] as? [[String: Any]])
         let messages = Dictionary(
             failures.map { ($0["url"] as? String ?? "", $0["message"] as? String ?? "") }, uniquingKeysWith: { $0 + " | " + $1 })
-        #expect(messages[try Self.normalized(url("/a.xml"))]?.contains("a cycle") == true, "\(messages)")
-        #expect(messages[try Self.normalized(url("/level3.xml"))]?.contains("deeper than sitemap-max-depth (3)") == true, "\(messages)")
-        #expect(messages[try Self.normalized(url("/big.xml"))]?.contains("too large") == true, "\(messages)")
+        #expect(messages[n["/a.xml"]!]?.contains("a cycle") == true, "\(messages)")
+        #expect(messages[n["/level3.xml"]!]?.contains("deeper than sitemap-max-depth (3)") == true, "\(messages)")
+        #expect(messages[n["/big.xml"]!]?.contains("too large") == true, "\(messages)")
         // a, b, deep, big: four children asked for; c is the fifth.
-        #expect(messages[try Self.normalized(url("/c.xml"))]?.contains("sitemap-max-children (4)") == true, "\(messages)")
-        #expect(messages[try Self.normalized(url("/d.xml"))] == nil, "said once: \(messages)")
+        #expect(messages[n["/c.xml"]!]?.contains("sitemap-max-children (4)") == true, "\(messages)")
+        #expect(messages[n["/d.xml"]!] == nil, "said once: \(messages)")
         #expect(failures.allSatisfy { $0["code"] as? String == "bad_list" })
         let sitemap = Self.sitemap(of: report)
-        #expect(sitemap["children"] as? [String] == (try ["/a.xml", "/b.xml", "/deep.xml"].map { try Self.normalized(url($0)) }))
+        #expect(sitemap["children"] as? [String] == ["/a.xml", "/b.xml", "/deep.xml"].map { n[$0]! })
         #expect(sitemap["children_failed"] as? Int == 1)  // big
         #expect(sitemap["children_not_read"] as? Int == 4)  // a again, level3, c, d
         #expect(server.requestCount("/level3.xml") == 0 && server.requestCount("/c.xml") == 0 && server.requestCount("/d.xml") == 0)
@@ -204,6 +207,54 @@ struct DaemonSitemapTests {
         let again = try await daemon.result(#"{"cmd":"get","url":"\#(kept)"}"#)
         #expect(again["source"] as? String != "network", "\(again)")
         #expect(server.requestCount("/img/kept.png") == 1)
+        #expect(await daemon.stop() == 0)
+        try await server.shutdown()
+    }
+
+    /// `bytes` compressed by gzip(1).
+    static func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let scratch = try ScratchFolder("imgd-gzip")
+        defer { scratch.remove() }
+        let path = scratch.path("data")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-n", "-9", path]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path + ".gz")))
+    }
+
+    @Test("gzip: a .xml.gz dropped in the spool and a compressed child are inflated and read; a child that inflates past the bound is refused, named in the report")
+    func compressed() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let daemon = try await DaemonProcess.start(in: scratch.path)
+        server.serve(
+            "/z.xml.gz", body: try Self.gzip(Array(Self.urlset([(server.url("/p"), [server.url("/img/z.png")])]).utf8)),
+            contentType: "application/gzip")
+        // 60 MB of spaces after the root: a bomb of about 60 KB.
+        var bomb = Array(Self.urlset([]).utf8)
+        bomb.append(contentsOf: [UInt8](repeating: 0x20, count: 60 << 20))
+        server.serve("/bomb.xml.gz", body: try Self.gzip(bomb), contentType: "application/gzip")
+        let compressed = try Self.gzip(Array(Self.index([server.url("/z.xml.gz"), server.url("/bomb.xml.gz")]).utf8))
+        let temp = daemon.spool + "/.site.xml.gz.tmp"
+        try Data(compressed).write(to: URL(fileURLWithPath: temp))
+        try #require(rename(temp, daemon.spool + "/site.xml.gz") == 0)
+
+        let list = try #require(await daemon.finishedList("site.xml.gz"), "log: \(daemon.log)")
+        #expect(list["cached"] as? Int == 1, "\(list)")
+        #expect(server.requestCount("/img/z.png") == 1)
+        let report = try #require(await daemon.report("site.xml.gz", in: "failed"))
+        let failures = report["failures"] as? [[String: Any]] ?? []
+        #expect(failures.count == 1)
+        let bombURL = try Self.normalized(server.url("/bomb.xml.gz")), zURL = try Self.normalized(server.url("/z.xml.gz"))
+        #expect(failures.first?["url"] as? String == bombURL)
+        #expect((failures.first?["message"] as? String)?.contains("inflates to more than 52428800 bytes") == true, "\(failures)")
+        #expect(Self.sitemap(of: report)["children"] as? [String] == [zURL])
+        #expect(Self.sitemap(of: report)["children_failed"] as? Int == 1)
         #expect(await daemon.stop() == 0)
         try await server.shutdown()
     }

@@ -212,6 +212,8 @@ struct SitemapLinkListParser {
                 continue
             case UInt8(ascii: "<"):
                 break
+            case 0x09, 0x0A, 0x0D:
+                continue
             case ..<0x20:
                 throw source.malformed("control character U+\(LinkListByteSource.hex4(byte)) is not allowed in XML")
             default:

@@ -4,6 +4,10 @@ import ImgdNetwork
 import ImgdProtocol
 import ImgdStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Sitemaps: the children of a sitemap index, fetched through the downloader as documents and
 /// read into the same list as its own entries, within the list's bounds.
 extension ListClaimer {
@@ -106,6 +110,39 @@ extension ListClaimer {
         case .success(let body)?: return .fetched(body)
         case .failure(let error)?: return .failed(error)
         case nil: return .failed(.cancelled)
+        }
+    }
+
+    /// A compressed sitemap dropped in the spool, inflated, or why it cannot be.
+    enum InflatedSitemap {
+        case xml([UInt8])
+        case refused(String)
+    }
+
+    /// A compressed sitemap dropped in the spool (`NAME.xml.gz`, or `NAME.xml` whose bytes are
+    /// gzip): read whole (it is at most `max-list-bytes`) and inflated in memory, to at most
+    /// `limit` bytes. Nil when the file is not one (it is read as a stream, as any list).
+    nonisolated static func inflatedSitemap(_ fd: Int32, name: String, size: Int, limit: Int) -> InflatedSitemap? {
+        let lowered = name.lowercased()
+        guard lowered.hasSuffix(".xml") || lowered.hasSuffix(".xml.gz") else { return nil }
+        var magic: [UInt8] = [0, 0]
+        guard pread(fd, &magic, 2, 0) == 2, GzipInflater.isGzip(magic) else {
+            return lowered.hasSuffix(".gz") ? .refused("its name ends in .gz but it is not gzip-compressed") : nil
+        }
+        var compressed = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let got = retryingOnInterrupt {
+                compressed.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, size - done, off_t(done)) }
+            }
+            guard got > 0 else {
+                return .refused("it cannot be read: \(got < 0 ? String(cString: strerror(errno)) : "it is shorter than when claimed")")
+            }
+            done += got
+        }
+        switch GzipInflater.inflate(compressed, limit: limit) {
+        case .success(let bytes): return .xml(bytes)
+        case .failure(let failure): return .refused("the compressed sitemap cannot be read: \(failure)")
         }
     }
 

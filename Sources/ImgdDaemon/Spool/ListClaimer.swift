@@ -219,11 +219,24 @@ actor ListClaimer {
         }
         let path = folders.path + "/" + name
         var reader: LinkListReader
-        do {
-            reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
-        } catch {
-            refuse(entry, movingItBecause: "\(error)")
+        // What the list's own bytes take of max-list-bytes: a compressed sitemap's inflated size.
+        var listBytes = size
+        switch Self.inflatedSitemap(fd, name: name, size: size, limit: min(limits.maxListBytes, Self.maxSitemapBytes)) {
+        case .xml(let xml)?:
+            close(fd)
+            listBytes = xml.count
+            reader = LinkListReader(xml: xml, path: path) { [self] in isStopping || isCancelled }
+        case .refused(let reason)?:
+            close(fd)
+            refuse(entry, movingItBecause: reason, code: FailureCode.badList.rawValue)
             return
+        case nil:
+            do {
+                reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
+            } catch {
+                refuse(entry, movingItBecause: "\(error)")
+                return
+            }
         }
         let record: ListRecord
         do {
@@ -240,7 +253,7 @@ actor ListClaimer {
         var total = 0
         var reading: Reading
         var walk = SitemapWalk(
-            maxDepth: limits.sitemapMaxDepth, maxChildren: limits.sitemapMaxChildren, bytesLeft: limits.maxListBytes - size,
+            maxDepth: limits.sitemapMaxDepth, maxChildren: limits.sitemapMaxChildren, bytesLeft: limits.maxListBytes - listBytes,
             maxListBytes: limits.maxListBytes, owner: info.st_uid, submitter: downloader.makeSubmitter())
         do {
             reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, walk: &walk, total: &total)
@@ -495,6 +508,16 @@ actor ListClaimer {
             walk.failed += 1
             _ = lines.add(line: line, url: name, failure: (FailureCode.badList.rawValue, Self.childFailure(name, error, limit: limit)))
             return .complete
+        case .fetched(let bytes) where GzipInflater.isGzip(bytes):
+            // A compressed sitemap (`.xml.gz`, or served gzip without a Content-Encoding).
+            switch GzipInflater.inflate(bytes, limit: limit) {
+            case .success(let inflated):
+                body = inflated
+            case .failure(let failure):
+                walk.failed += 1
+                _ = lines.add(line: line, url: name, failure: (FailureCode.badList.rawValue, "sitemap \(name) not read: \(failure)"))
+                return .complete
+            }
         case .fetched(let bytes):
             body = bytes
         }
