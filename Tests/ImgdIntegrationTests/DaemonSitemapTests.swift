@@ -90,15 +90,19 @@ struct DaemonSitemapTests {
         server.serve(
             "/maps/good.xml",
             body: Array(Self.urlset([(server.url("/pages/1"), [server.url("/img/g1.png"), server.url("/img/g2.png")])]).utf8))
-        try daemon.drop("index.xml", Self.index([good, missing]))
+        // A child on the metadata address: refused by the address policy, as an image's URL is.
+        let metadata = "http://169.254.169.254/latest/sitemap.xml"
+        try daemon.drop("index.xml", Self.index([good, missing, metadata]))
 
         let list = try #require(await daemon.finishedList("index.xml"), "log: \(daemon.log)")
         #expect(list["state"] as? String == "failed")
         #expect(list["cached"] as? Int == 2)
-        #expect(list["failed"] as? Int == 1)
+        #expect(list["failed"] as? Int == 2)
         let report = try #require(await daemon.report("index.xml", in: "failed"))
         let failures = try #require(report["failures"] as? [[String: Any]])
-        #expect(failures.count == 1)
+        #expect(failures.count == 2)
+        #expect(failures.last?["url"] as? String == metadata)
+        #expect((failures.last?["message"] as? String)?.contains("(policy_denied)") == true, "\(failures)")
         #expect(failures.first?["url"] as? String == missingURL)
         #expect(failures.first?["code"] as? String == "bad_list")
         let message = failures.first?["message"] as? String ?? ""
@@ -107,7 +111,7 @@ struct DaemonSitemapTests {
         #expect(sitemap["kind"] as? String == "index")
         #expect(sitemap["children"] as? [String] == [goodURL])
         #expect(sitemap["children_fetched"] as? Int == 1)
-        #expect(sitemap["children_failed"] as? Int == 1)
+        #expect(sitemap["children_failed"] as? Int == 2)
         #expect(sitemap["non_image_locations_skipped"] as? Int == 1)
         #expect(server.requestCount("/maps/good.xml") == 1)
         // The sitemap itself is not an image in the cache: a get of it fetches (and refuses) it.
