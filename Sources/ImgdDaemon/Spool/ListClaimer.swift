@@ -26,6 +26,12 @@ import Glibc
 /// stopped (``stop()``) or cancelled (``cancel(named:)``) at any point: the reader asks before
 /// each 64 KiB it reads, however long the line, so either answers within a read and a slice.
 ///
+/// An `.xml` list that is a sitemap index names child sitemaps: each is fetched through the
+/// downloader as a document and read into the same slices, within `sitemap-max-depth`,
+/// `sitemap-max-children` and the list's own bounds (``ListClaimer+Sitemaps``). A restart
+/// mid-claim claims the file anew, children included; once claimed, the list's URLs are all in
+/// the database, as any list's.
+///
 /// An actor on its own serial queue (``QueueExecutor``): a claim blocks on SQLite and on the
 /// file's reads, so it stays off the cooperative pool, and holds the actor while it runs. What
 /// must reach a claim in progress — a stop, a cancel, new limits — goes through atomics and
