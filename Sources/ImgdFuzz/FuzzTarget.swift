@@ -16,6 +16,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case jsonList = "link-list-json"
     /// A plist link list, read in random chunk sizes.
     case plistList = "link-list-plist"
+    /// An `.xml` link list (a sitemap, a sitemap index or a plist, by its root), read in random
+    /// chunk sizes and from memory, as the daemon reads a sitemap it fetched.
+    case xmlList = "link-list-xml"
     /// The image sniffer and validator (every format), with a declared length that may or may
     /// not match the body.
     case image = "image"
@@ -35,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .textList: try LinkListFuzzTarget.run(&input, format: .text)
         case .jsonList: try LinkListFuzzTarget.run(&input, format: .json)
         case .plistList: try LinkListFuzzTarget.run(&input, format: .plist)
+        case .xmlList: try LinkListFuzzTarget.run(&input, format: .xml)
         case .image: try ImageFuzzTarget.run(&input)
         case .config: try ConfigFuzzTarget.run(&input)
         case .httpRequest: try HTTPRequestFuzzTarget.run(&input)

@@ -21,6 +21,14 @@ enum LinkListFuzzTarget {
 
         let whole = read(file, format: format, byteLimit: byteLimit, readSizes: nil)
         let cut = read(file, format: format, byteLimit: byteLimit, readSizes: readSizes)
+        // A sitemap fetched by the daemon is read from memory, whole: the same as from a file.
+        if format == .xml, byteLimit == nil {
+            let memory = readFromMemory(payload)
+            guard memory == whole else {
+                throw FuzzFinding(
+                    target: target, "reading from memory gave another result than from a file:\nfile:   \(whole)\nmemory: \(memory)")
+            }
+        }
         guard whole == cut else {
             throw FuzzFinding(
                 target: target,
@@ -41,12 +49,26 @@ enum LinkListFuzzTarget {
     }
 
     /// A text, its long middle elided, so that a report shows where two reads differ.
-    private static func describe(_ text: String) -> String {
+    static func describe(_ text: String) -> String {
         let utf8 = Array(text.utf8)
         guard utf8.count > 120 else { return text.debugDescription }
         let head = String(decoding: utf8.prefix(50), as: UTF8.self)
         let tail = String(decoding: utf8.suffix(50), as: UTF8.self)
         return "\((head + "…" + tail).debugDescription) (\(utf8.count) bytes)"
+    }
+
+    private static func readFromMemory(_ payload: [UInt8]) -> Outcome {
+        var outcome = Outcome()
+        var reader = LinkListReader(xml: payload, path: "fuzz")
+        do throws(LinkListError) {
+            defer { outcome.pin = String(describing: reader.pin) }
+            while let entry = try reader.next() { outcome.entries.append(entry.fuzzDescription) }
+            if let extra = try reader.next() { outcome.entries.append("after the end: \(extra.line)") }
+            outcome.entries.append("sitemap \(String(describing: reader.sitemapKind)), skipped \(reader.skippedPageLocations)")
+        } catch {
+            outcome.error = error.description
+        }
+        return outcome
     }
 
     private static func read(_ file: ScratchFile, format: LinkListFormat, byteLimit: Int?, readSizes: [Int]?) -> Outcome {
@@ -62,16 +84,24 @@ enum LinkListFuzzTarget {
                 reader = try LinkListReader(fileDescriptor: fd, path: "fuzz", format: format, byteLimit: byteLimit)
             }
             defer { outcome.pin = String(describing: reader.pin) }
-            while let entry = try reader.next() {
-                outcome.entries.append("line \(entry.line): \(describe(entry.text)) → \(describe("\(entry.url)"))")
-            }
+            while let entry = try reader.next() { outcome.entries.append(entry.fuzzDescription) }
             // A reader that has ended stays ended.
             if let extra = try reader.next() {
                 outcome.entries.append("after the end: \(extra.line)")
+            }
+            if format == .xml {
+                outcome.entries.append("sitemap \(String(describing: reader.sitemapKind)), skipped \(reader.skippedPageLocations)")
             }
         } catch {
             outcome.error = error.description
         }
         return outcome
+    }
+}
+
+extension LinkListEntry {
+    /// The entry as the fuzz target compares it.
+    fileprivate var fuzzDescription: String {
+        "line \(line): \(LinkListFuzzTarget.describe(text)) → \(LinkListFuzzTarget.describe("\(url)"))\(isSitemap ? " (sitemap)" : "")"
     }
 }

@@ -27,6 +27,9 @@ public struct CachedImage: Sendable {
     /// for an image on disk; nil when not at hand (a revalidation's `304`). A caller that has it
     /// need not ask the index again.
     public internal(set) var entry: IndexEntry? = nil
+    /// The body of a document fetch (``Downloader/fetchDocument(_:limit:submitter:caller:handler:)``),
+    /// which is not cached: ``path`` is empty.
+    public internal(set) var document: [UInt8]? = nil
 }
 
 /// What imgd keeps about one completed download.

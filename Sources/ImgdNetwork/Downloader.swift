@@ -216,6 +216,39 @@ public final class Downloader: Sendable {
         return try outcome.get()
     }
 
+    /// The key a document fetch of `url` runs under: one no image's URL can have (a key is a
+    /// URL's hash, and this text is not a URL), so it is never coalesced with the image of the
+    /// same URL, nor found in the cache.
+    public static func documentKey(for url: ImageURL) -> CacheKey {
+        CacheKey(normalizedURL: "document " + url.normalized)
+    }
+
+    /// Fetches `url` as a document (a sitemap the spool reads), not an image: through the same
+    /// engine as images (the address policy, the host caps, `rate`, headers, the tier, retries
+    /// and timeouts), at `priority` in `submitter`'s turn, but its body is not checked as an
+    /// image, not cached, and kept in memory up to `limit` bytes (`too_large` past it). The
+    /// outcome goes to `handler` on the engine's thread (keep it short): the body, or why not.
+    /// The returned token cancels it (``DocumentFetch/cancel()``).
+    public func fetchDocument(
+        _ url: ImageURL, limit: Int, priority: FetchPriority = .prefetch, submitter: SubmitterID, caller: UInt32? = nil,
+        handler: @escaping @Sendable (Result<[UInt8], DownloadError>) -> Void
+    ) -> DocumentFetch {
+        _ = held.take(1, bytes: HeldRequests.bytes(of: url), limit: nil)
+        let token = FetchToken(
+            request: ImageRequest(url: url, key: Self.documentKey(for: url)), priority: priority, submitter: submitter, held: held,
+            handler: { _, outcome in handler(outcome.map { $0.document ?? [] }) }, caller: caller, documentLimit: limit)
+        if !engine.send(.fetch(token)) { token.answer(.failure(.cancelled)) }
+        return DocumentFetch(cancel: { [engine] in if token.cancel() { engine.send(.cancelWait(token)) } })
+    }
+
+    /// A document fetch under way (``fetchDocument(_:limit:priority:submitter:caller:handler:)``).
+    public struct DocumentFetch: Sendable {
+        fileprivate let cancelling: @Sendable () -> Void
+        fileprivate init(cancel: @escaping @Sendable () -> Void) { cancelling = cancel }
+        /// Withdraws it: its handler gets ``DownloadError/cancelled`` (unless answered already).
+        public func cancel() { cancelling() }
+    }
+
     /// Requests every URL of `urls` at once, without a task per URL: each result (from disk, the
     /// network or the failure memory) is passed to `handler`, in completion order.
     ///

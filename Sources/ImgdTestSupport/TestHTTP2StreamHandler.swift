@@ -59,11 +59,12 @@ final class TestHTTP2StreamHandler: ChannelInboundHandler {
     private func answer(context: ChannelHandlerContext) {
         guard let head else { return }
         let target = TestHTTPServer.Target(head.uri)
-        let (response, behaviour) =
+        let (routed, behaviour) =
             (try? (TestHTTPServer.Route(target).response(
                 attempt: attempt, conditional: TestHTTPServer.Conditional(headers: head.headers.map { ($0.name, $0.value) }),
                 apiKey: head.headers.first(name: "X-Api-Key")), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
+        let response = state.response(for: target, routed: routed)
         let hasBody = head.method != .HEAD && !response.forbidsBody
         guard let gate = behaviour.gate else {
             delay(context: context, response, behaviour, hasBody: hasBody)

@@ -113,12 +113,13 @@ final class TestHTTPHandler: ChannelInboundHandler {
         answering = request.id
         let target = TestHTTPServer.Target(request.head.uri)
         // A target the server cannot use is answered 400 at once, without its modifiers.
-        let (response, behaviour) =
+        let (routed, behaviour) =
             (try? (TestHTTPServer.Route(target).response(
                 attempt: request.attempt,
                 conditional: TestHTTPServer.Conditional(headers: request.head.headers.map { ($0.name, $0.value) }),
                 apiKey: request.head.headers.first(name: "X-Api-Key")), TestHTTPServer.Behaviour(target)))
             ?? (.page(status: 400), TestHTTPServer.Behaviour())
+        let response = state.response(for: target, routed: routed)
         let hasBody = request.head.method != .HEAD && !response.forbidsBody
         var sendCount = hasBody ? response.body.count : 0
         switch behaviour.cut {

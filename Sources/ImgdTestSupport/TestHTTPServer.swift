@@ -189,6 +189,13 @@ public final class TestHTTPServer: Sendable {
     /// count and the peak. Requests in flight stay counted; opened gates stay open.
     public func resetCounters() { state.resetCounters() }
 
+    /// Serves `body` at `path` (any query) with a 200 and `contentType`, over the routes: a
+    /// document (a sitemap) whose content a test chooses, and which may name other URLs of this
+    /// server, itself included.
+    public func serve(_ path: String, body: [UInt8], contentType: String = "application/xml") {
+        state.serve(path, Response(status: 200, headers: [("Content-Type", contentType)], body: body))
+    }
+
     // MARK: Gates
 
     /// Releases every request held on gate `name`, and any that arrives on it later.

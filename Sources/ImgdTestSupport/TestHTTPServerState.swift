@@ -34,6 +34,9 @@ final class TestHTTPServerState: Sendable {
         var connections: [ObjectIdentifier: any Channel] = [:]
         /// Set once by shutdown; connections accepted after it are closed at once.
         var isStopped = false
+        /// Documents served at fixed paths (``TestHTTPServer/serve(_:body:contentType:)``), over
+        /// the routes.
+        var documents: [String: TestHTTPServer.Response] = [:]
     }
 
     private let state = NIOLockedValueBox(Locked())
@@ -45,6 +48,17 @@ final class TestHTTPServerState: Sendable {
     init(gauge: InFlightGauge? = nil, order: RequestOrder? = nil) {
         self.gauge = gauge
         self.order = order
+    }
+
+    // MARK: Documents
+
+    func serve(_ path: String, _ response: TestHTTPServer.Response) {
+        state.withLockedValue { $0.documents[path] = response }
+    }
+
+    /// The document served at `target`'s path, if one is, else `routed`.
+    func response(for target: TestHTTPServer.Target, routed: TestHTTPServer.Response) -> TestHTTPServer.Response {
+        state.withLockedValue { $0.documents[target.path] } ?? routed
     }
 
     // MARK: Requests

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
-FUZZ_TARGETS=${FUZZ_TARGETS:-control-line link-list-text link-list-json link-list-plist image config http-request tar}
+FUZZ_TARGETS=${FUZZ_TARGETS:-control-line link-list-text link-list-json link-list-plist link-list-xml image config http-request tar}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
 FUZZ_SCRATCH=${FUZZ_SCRATCH:-.build-fuzz}
 FUZZ_ARGS=${FUZZ_ARGS:-}

@@ -121,6 +121,21 @@ plists = {
 for name, text in plists.items():
     write("link-list-plist", name, text + list_trailer())
 
+SM = b'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+IM = b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"'
+xml_lists = {
+    "urlset": b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset ' + SM + b' ' + IM + b'>\n<url><loc>https://a.example/page</loc><lastmod>2026-01-01</lastmod><image:image><image:loc>https://a.example/1.png</image:loc><image:caption>c &amp; d</image:caption></image:image></url>\n<url><loc>https://a.example/2.JPG?x=1&amp;y=2</loc></url>\n</urlset>\n',
+    "index": b'<sitemapindex ' + SM + b'><sitemap><loc>https://a.example/s1.xml</loc></sitemap><sitemap><loc><![CDATA[https://a.example/s2.xml?a=1&b=2]]></loc><lastmod>x</lastmod></sitemap></sitemapindex>',
+    "prefixed": b'<s:urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:i="http://www.google.com/schemas/sitemap-image/1.1"><s:url><s:loc>https://a.example/p</s:loc><i:image><i:loc>https://a.example/i.webp</i:loc></i:image></s:url></s:urlset>',
+    "plist": b'<?xml version="1.0"?><!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "x.dtd"><plist><array><string>https://a.example/1.png</string></array></plist>',
+    "dtd": b'<!DOCTYPE urlset [<!ENTITY a "b">]><urlset ' + SM + b'><url><loc>&a;</loc></url></urlset>',
+    "foreign": b'<urlset ' + SM + b'><url xmlns:v="urn:v"><loc>https://a.example/v.gif</loc><v:video><v:loc>https://x/</v:loc></v:video></url><url/></urlset>',
+    "broken": b'<urlset ' + SM + b'><url><loc>https://a.example/1.png</lo></url>',
+    "not-sitemap": b'<html><body/></html>',
+}
+for name, text in xml_lists.items():
+    write("link-list-xml", name, text + list_trailer())
+
 configs = {
     "packaged": b'# imgd\nspool = "/var/lib/imgd/spool"\ncache = "/var/cache/imgd"\ndisk-limit = "10G"\nmax-age = "30d"\nconcurrency = 16\nper-host = 4\n',
     "types": b'memory-limit = "256M"\ntimeout = "30s"\nretries = 3\nlog-level = "debug"\nallow-private = true\n',

@@ -77,6 +77,8 @@ struct ConfigReloadTests {
         // Spool claims: what the claimer is given.
         Change(key: "max-list-bytes", value: .string("64MiB"), reloadable: true) { $0.spoolLimits.maxListBytes == 64 << 20 },
         Change(key: "max-list-lines", value: .integer(1000), reloadable: true) { $0.spoolLimits.maxListLines == 1000 },
+        Change(key: "sitemap-max-depth", value: .integer(1), reloadable: true) { $0.spoolLimits.sitemapMaxDepth == 1 },
+        Change(key: "sitemap-max-children", value: .integer(10), reloadable: true) { $0.spoolLimits.sitemapMaxChildren == 10 },
         Change(key: "max-active-lists", value: .integer(4), reloadable: true) { $0.warmingLimits.maxActiveLists == 4 },
         // Memory bounds on what clients ask for.
         Change(key: "max-add-urls", value: .integer(500), reloadable: true) { $0.maxAddURLs == 500 },

@@ -17,7 +17,7 @@ struct SettingDeclarationTests {
         "memory-limit": "64MiB", "max-parallel": "8", "max-per-host": "4", "attempts": "3", "max-body-bytes": "64MiB",
         "timeout": "2m", "max-rate": "0", "max-rate-applies-to": "prefetch", "proxy": nil, "tier": nil, "tier-fallback": "true", "ca-file": nil, "headers-file": nil, "deny": nil, "deny-defaults": "true", "max-connections": "256",
         "max-connections-per-peer": "32", "admin-group": nil, "pressure-threshold": "10", "log-level": "info", "max-list-bytes": "1GiB",
-        "max-list-lines": "10000000", "max-active-lists": "16", "max-add-urls": "10000", "max-queued": "100000", "max-data-bytes": "4MiB",
+        "max-list-lines": "10000000", "sitemap-max-depth": "2", "sitemap-max-children": "1000", "max-active-lists": "16", "max-add-urls": "10000", "max-queued": "100000", "max-data-bytes": "4MiB",
         "max-queued-bytes": "64MiB",
         "max-queued-share": "25",
         "http-listen": nil, "http-allow-remote": "false", "http-max-connections": "256", "http-max-connections-per-peer": "64",

@@ -11,7 +11,8 @@ struct WarmCommand: ImgctlSubcommand {
             renamed to NAME, so the daemon never reads a partial list; when NAME is taken (in the \
             spool, its done/ or failed/ folders, or among the daemon's recent lists) a number is \
             added before the extension (links-1.txt). The spool must be reachable from here (the \
-            same machine). Formats by extension: .json, .plist, anything else text; a text list \
+            same machine). Formats by extension: .json, .plist, .xml (a sitemap, a sitemap index or \
+            a plist; .xml.gz when compressed), anything else text; a text list \
             may start with `# pin: 24h`.
 
             With --wait, shows each list's progress (a bar per list on a terminal, a line every \
@@ -29,7 +30,7 @@ struct WarmCommand: ImgctlSubcommand {
     var wait = false
 
     @Argument(
-        help: ArgumentHelp("Link-list files (one URL a line, .json or .plist).", valueName: "file"),
+        help: ArgumentHelp("Link-list files (one URL a line, .json, .plist, or an .xml sitemap).", valueName: "file"),
         completion: .file())
     var files: [String]
 

@@ -68,6 +68,8 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
     @Option(help: .setting("log-level")) var logLevel: String?
     @Option(help: .setting("max-list-bytes")) var maxListBytes: String?
     @Option(help: .setting("max-list-lines")) var maxListLines: String?
+    @Option(help: .setting("sitemap-max-depth")) var sitemapMaxDepth: String?
+    @Option(help: .setting("sitemap-max-children")) var sitemapMaxChildren: String?
     @Option(help: .setting("max-active-lists")) var maxActiveLists: String?
     @Option(help: .setting("max-add-urls")) var maxAddUrls: String?
     @Option(help: .setting("max-queued")) var maxQueued: String?

@@ -66,6 +66,12 @@ struct PrefetchRun {
                 break
             }
             guard let entry else { break }
+            guard !entry.isSitemap else {
+                // A sitemap index's children are fetched by the daemon's spool, which bounds them.
+                console.message("imgd: \(path):\(entry.line): bad_list: a sitemap index's children are read only by the daemon's spool (drop the list there): \(EchoedText.cut(entry.text))")
+                tally.update { $0.failures[FailureCode.badList.rawValue, default: 0] += 1 }
+                continue
+            }
             switch entry.url {
             case .failure(let error):
                 console.message("imgd: \(path):\(entry.line): bad_url: \(error): \(EchoedText.cut(entry.text))")

@@ -22,7 +22,11 @@ struct LinkListByteSource: ~Copyable {
     /// Bytes asked of read(2) at a time.
     let chunkSize: Int
 
+    /// -1 for a source reading ``memory``.
     private let fileDescriptor: Int32
+    /// The bytes of a list held in memory (a sitemap fetched by the daemon), read as a file is.
+    private var memory: [UInt8] = []
+    private var memoryOffset = 0
     /// `chunkSize + carry` bytes, allocated once; `buffer[start..<end]` is unread.
     private var buffer: [UInt8]
     private var start = 0
@@ -73,7 +77,15 @@ struct LinkListByteSource: ~Copyable {
         notePeak()
     }
 
-    deinit { close(fileDescriptor) }
+    /// A source over `bytes` held in memory, read as a file with those bytes would be.
+    init(bytes: [UInt8], path: String, chunkSize: Int, validatesUTF8: Bool, isInterrupted: (@Sendable () -> Bool)? = nil) {
+        self.init(
+            fileDescriptor: -1, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: validatesUTF8,
+            isInterrupted: isInterrupted)
+        memory = bytes
+    }
+
+    deinit { if fileDescriptor >= 0 { close(fileDescriptor) } }
 
     /// An error at `line` (by default the line of the next byte) of this list.
     func malformed(_ reason: String, line: Int? = nil) -> LinkListError {
@@ -123,6 +135,18 @@ struct LinkListByteSource: ~Copyable {
         }
         while true {
             let offset = end
+            if fileDescriptor < 0 {
+                let got = min(wanted, memory.count - memoryOffset)
+                buffer.replaceSubrange(offset..<(offset + got), with: memory[memoryOffset..<(memoryOffset + got)])
+                memoryOffset += got
+                notePeak()
+                guard got > 0 else {
+                    atEndOfFile = true
+                    return false
+                }
+                end += got
+                return true
+            }
             let got = retryingOnInterrupt {
                 buffer.withUnsafeMutableBytes { raw in read(fileDescriptor, raw.baseAddress! + offset, wanted) }
             }

@@ -10,6 +10,9 @@ public struct LinkListEntry: Sendable {
     public let url: Result<ImageURL, ImageURLError>
     /// What an object item says besides its URL (none for a string or a text line).
     public internal(set) var options = LinkListItemOptions.none
+    /// Set for a child of a sitemap index (`<sitemap><loc>`): a sitemap to fetch and read as
+    /// part of the list, not an image.
+    public internal(set) var isSitemap = false
 }
 
 extension LinkListEntry {

@@ -19,6 +19,12 @@ import Glibc
 /// - **Plist** (`.plist`): an XML property list, `<plist><array><string>…</string></array></plist>`.
 ///   Each `<string>` is judged like a text line; any other element is an entry saying it is not
 ///   a string. Binary plists are refused.
+/// - **XML** (`.xml`): read by its root element. A `<plist>` is read as above; a sitemap
+///   (`<urlset>`) gives its image locations (`<image:image><image:loc>`, and `<url><loc>` whose
+///   path is an image's; the other pages are counted in ``skippedPageLocations``); a sitemap
+///   index (`<sitemapindex>`) gives its children's locations as entries marked
+///   ``LinkListEntry/isSitemap``, for the caller to fetch and read (``init(xml:path:isInterrupted:)``).
+///   Anything else is malformed; DTDs are refused (``SitemapLinkListParser``).
 ///
 /// A JSON or plist list that breaks its syntax throws ``LinkListError/malformed(path:line:reason:)``
 /// when the reader reaches the fault, after every entry before it has been returned. Once
@@ -40,11 +46,19 @@ public struct LinkListReader: ~Copyable {
         case text(TextLinkListParser)
         case json(JSONLinkListParser)
         case plist(PlistLinkListParser)
+        case xml(SitemapLinkListParser)
         /// Stands in while a parser runs, so the parser's storage is not shared and copied.
         case busy
         /// After an error, which every later call throws again.
         case failed(LinkListError)
     }
+
+    /// What an `.xml` list turned out to be once its root was read: a sitemap or a sitemap
+    /// index (nil for a plist, and for the other formats).
+    public private(set) var sitemapKind: SitemapKind?
+    /// The page locations of a sitemap (`<url><loc>`) skipped so far because their path is not
+    /// an image's.
+    public private(set) var skippedPageLocations = 0
 
     private var source: LinkListByteSource
     private var parser: Parser
@@ -118,7 +132,21 @@ public struct LinkListReader: ~Copyable {
                 fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
                 byteLimit: byteLimit, isInterrupted: isInterrupted, readSizes: readSizes)
             parser = .plist(PlistLinkListParser())
+        case .xml:
+            source = LinkListByteSource(
+                fileDescriptor: fileDescriptor, path: path, chunkSize: chunkSize, carry: 0, validatesUTF8: true,
+                byteLimit: byteLimit, isInterrupted: isInterrupted, readSizes: readSizes)
+            parser = .xml(SitemapLinkListParser())
         }
+    }
+
+    /// Reads an XML list held in memory (a child of a sitemap index, fetched by the daemon):
+    /// `bytes` as an `.xml` file's content; `path` (its URL) names it in errors.
+    public init(xml bytes: [UInt8], path: String, isInterrupted: (@Sendable () -> Bool)? = nil) {
+        format = .xml
+        source = LinkListByteSource(
+            bytes: bytes, path: path, chunkSize: Self.chunkSize, validatesUTF8: true, isInterrupted: isInterrupted)
+        parser = .xml(SitemapLinkListParser())
     }
 
     /// The next URL or bad item, or nil at the end of the list.
@@ -149,6 +177,25 @@ public struct LinkListReader: ~Copyable {
                     parser = .plist(plist)
                 }
                 return try plist.next(from: &source)
+            case .xml(var xml):
+                parser = .busy
+                let entry: LinkListEntry?
+                do {
+                    entry = try xml.next(from: &source)
+                } catch {
+                    parser = .xml(xml)
+                    throw error
+                }
+                peakScratchBytes = max(peakScratchBytes, xml.scratchCapacity)
+                sitemapKind = xml.kind
+                skippedPageLocations = xml.skippedPages
+                guard !xml.handsOffToPlist else {
+                    // The root is `<plist>`, read already: the rest is a property list's.
+                    parser = .plist(PlistLinkListParser.afterPlistTag())
+                    return try next()
+                }
+                parser = .xml(xml)
+                return entry
             case .failed(let error):
                 throw error
             case .busy:

@@ -51,12 +51,22 @@ struct PlistLinkListParser {
     /// The name of the tag or entity being read, at most a few bytes (names are capped).
     private var name: [UInt8]
 
-    /// The longest entity name or character reference kept (`#x0010FFFF` fits).
-    private static let longestEntity = 12
+    /// What an unknown entity's error says a plist may use.
+    private static let knownEntities = "a plist knows &amp; &lt; &gt; &quot; &apos; and &#…;"
+    /// Where skipped CDATA goes.
+    private var discarded = LinkListStringBuffer.discarding
 
     init() {
         name = []
-        name.reserveCapacity(Self.longestEntity)
+        name.reserveCapacity(XMLLexer.longestEntity)
+    }
+
+    /// A parser whose `<plist>` start tag was read already (by the `.xml` reader, which found
+    /// the document's root to be a plist): it goes on from inside that element.
+    static func afterPlistTag() -> PlistLinkListParser {
+        var parser = PlistLinkListParser()
+        parser.state = .inPlist
+        return parser
     }
 
     /// Bytes held besides the source's buffer.
@@ -70,7 +80,7 @@ struct PlistLinkListParser {
                 try Self.checkStart(&source)
                 state = .prolog
             case .prolog:
-                try Self.skipWhitespace(&source)
+                try XMLLexer.skipWhitespace(&source)
                 guard let byte = try source.next() else {
                     throw source.malformed("no <plist> element: expected an XML property list holding an <array> of URL strings")
                 }
@@ -102,7 +112,7 @@ struct PlistLinkListParser {
                     throw unexpected(markup, expected: "<array>", source: source)
                 }
             case .inArray:
-                try Self.skipWhitespace(&source)
+                try XMLLexer.skipWhitespace(&source)
                 let line = source.line
                 guard let byte = try source.next() else {
                     throw source.malformed("the file ends inside the <array>: expected </array>")
@@ -133,7 +143,7 @@ struct PlistLinkListParser {
                 case let markup: throw unexpected(markup, expected: "</plist>", source: source)
                 }
             case .epilog:
-                try Self.skipWhitespace(&source)
+                try XMLLexer.skipWhitespace(&source)
                 guard let byte = try source.next() else {
                     state = .finished
                     continue
@@ -163,13 +173,13 @@ struct PlistLinkListParser {
             case UInt8(ascii: "<"):
                 switch try readMarkup(&source) {
                 case .end(.string): return
-                case .cdata: try readCDATA(&source, keep: true)
+                case .cdata: try XMLLexer.readCDATA(&source, into: &string)
                 case .ignorable: continue
                 case .start(let element, _): throw source.malformed("element \(element.tag) inside a <string>")
                 case let markup: throw unexpected(markup, expected: "</string>", source: source)
                 }
             case UInt8(ascii: "&"):
-                string.append(try readEntity(&source))
+                string.append(try XMLLexer.readEntity(&source, name: &name, known: Self.knownEntities))
             case 0x09, 0x0A, 0x0D:
                 string.append(byte)
             case ..<0x20:
@@ -184,12 +194,7 @@ struct PlistLinkListParser {
     /// control character). A function of its own so that the run, a slice of the source's
     /// buffer, is gone before the source next reads into that buffer.
     private mutating func appendPlainRun(from source: inout LinkListByteSource) {
-        string.append(contentsOf: source.consumeRun(while: Self.isPlainText))
-    }
-
-    /// Text that stands for itself: not `<`, not `&`, not a control character XML forbids.
-    private static func isPlainText(_ byte: UInt8) -> Bool {
-        (byte >= 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D) && byte != UInt8(ascii: "<") && byte != UInt8(ascii: "&")
+        string.append(contentsOf: source.consumeRun(while: XMLLexer.isPlainText))
     }
 
     /// Skips the content of `element` up to its end tag, checking that it is well-formed.
@@ -198,7 +203,7 @@ struct PlistLinkListParser {
     ) throws(LinkListError) {
         let startLine = source.line
         while true {
-            _ = source.consumeRun(while: Self.isPlainText)
+            _ = source.consumeRun(while: XMLLexer.isPlainText)
             guard let byte = try source.next() else {
                 throw source.malformed("unterminated \(element.tag): the file ends before </\(element.rawValue)>", line: startLine)
             }
@@ -216,78 +221,15 @@ struct PlistLinkListParser {
                         throw source.malformed("</\(closed.rawValue)> does not close \(element.tag)")
                     }
                     return
-                case .cdata: try readCDATA(&source, keep: false)
+                case .cdata: try XMLLexer.readCDATA(&source, into: &discarded)
                 case .ignorable: continue
                 case .doctype: throw source.malformed("<!DOCTYPE> inside an element")
                 }
             case UInt8(ascii: "&"):
-                _ = try readEntity(&source)
+                _ = try XMLLexer.readEntity(&source, name: &name, known: Self.knownEntities)
             default:
                 continue
             }
-        }
-    }
-
-    /// Reads a CDATA section's content after `<![CDATA[`, up to `]]>`, into ``string`` if `keep`.
-    private mutating func readCDATA(_ source: inout LinkListByteSource, keep: Bool) throws(LinkListError) {
-        let startLine = source.line
-        /// `]` read and not yet known to be content (they may start the closing `]]>`).
-        var brackets = 0
-        while true {
-            guard let byte = try source.next() else {
-                throw source.malformed("unterminated CDATA section: the file ends before ']]>'", line: startLine)
-            }
-            if byte == UInt8(ascii: "]") {
-                brackets += 1
-                continue
-            }
-            let closes = byte == UInt8(ascii: ">") && brackets >= 2
-            if keep {
-                for _ in 0..<(closes ? brackets - 2 : brackets) { string.append(UInt8(ascii: "]")) }
-                if !closes { string.append(byte) }
-            }
-            if closes { return }
-            brackets = 0
-        }
-    }
-
-    /// Reads an entity or character reference after its `&`, through its `;`.
-    private mutating func readEntity(_ source: inout LinkListByteSource) throws(LinkListError) -> Unicode.Scalar {
-        let bare = "'&' must start an entity such as &amp; (write a literal '&' as &amp;)"
-        name.removeAll(keepingCapacity: true)
-        while true {
-            guard let byte = try source.next() else { throw source.malformed(bare) }
-            if byte == UInt8(ascii: ";") { break }
-            let isNameByte = byte == UInt8(ascii: "#") || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-            guard isNameByte, name.count < Self.longestEntity else { throw source.malformed(bare) }
-            name.append(byte)
-        }
-        switch String(decoding: name, as: UTF8.self) {
-        case "amp": return "&"
-        case "lt": return "<"
-        case "gt": return ">"
-        case "quot": return "\""
-        case "apos": return "'"
-        case let reference where reference.hasPrefix("#"):
-            let isHex = reference.hasPrefix("#x")
-            let digits = reference.dropFirst(isHex ? 2 : 1)
-            guard !digits.isEmpty, let value = UInt32(digits, radix: isHex ? 16 : 10),
-                let scalar = Unicode.Scalar(value), Self.isXMLCharacter(value)
-            else {
-                throw source.malformed("&\(reference); is not a character XML allows")
-            }
-            return scalar
-        case let other:
-            throw source.malformed("unknown entity &\(other);: a plist knows &amp; &lt; &gt; &quot; &apos; and &#…;")
-        }
-    }
-
-    /// XML 1.0's `Char` production: what a character reference may produce.
-    private static func isXMLCharacter(_ value: UInt32) -> Bool {
-        switch value {
-        case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: true
-        default: false
         }
     }
 
@@ -297,7 +239,7 @@ struct PlistLinkListParser {
     /// of the file is an error.
     private mutating func nextMarkup(_ source: inout LinkListByteSource, where place: String) throws(LinkListError) -> Markup {
         while true {
-            try Self.skipWhitespace(&source)
+            try XMLLexer.skipWhitespace(&source)
             guard let byte = try source.next() else {
                 throw source.malformed("the file ends \(place)")
             }
@@ -317,26 +259,26 @@ struct PlistLinkListParser {
         guard let byte = try source.next() else { throw source.malformed("the file ends inside a tag") }
         switch byte {
         case UInt8(ascii: "?"):
-            try Self.skip(through: "?>", what: "processing instruction", from: &source, startLine: startLine)
+            try XMLLexer.skip(through: "?>", what: "processing instruction", from: &source, startLine: startLine)
             return .ignorable
         case UInt8(ascii: "!"):
             let next = try source.next()
             if next == UInt8(ascii: "-"), try source.next() == UInt8(ascii: "-") {
-                try Self.skip(through: "-->", what: "comment", from: &source, startLine: startLine)
+                try XMLLexer.skip(through: "-->", what: "comment", from: &source, startLine: startLine)
                 return .ignorable
             }
-            if next == UInt8(ascii: "["), try Self.consume("CDATA[", from: &source) {
+            if next == UInt8(ascii: "["), try XMLLexer.consume("CDATA[", from: &source) {
                 return .cdata
             }
-            if next == UInt8(ascii: "D"), try Self.consume("OCTYPE", from: &source) {
-                try Self.skipDoctype(&source, startLine: startLine)
+            if next == UInt8(ascii: "D"), try XMLLexer.consume("OCTYPE", from: &source) {
+                try XMLLexer.skipDoctype(&source, startLine: startLine)
                 return .doctype
             }
             throw source.malformed("unknown markup after '<!': expected a comment, CDATA section or DOCTYPE")
         case UInt8(ascii: "/"):
             let first = try source.next()
             let element = try readName(&source, first: first)
-            try Self.skipWhitespace(&source)
+            try XMLLexer.skipWhitespace(&source)
             guard try source.next() == UInt8(ascii: ">") else {
                 throw source.malformed("expected '>' to end </\(element.rawValue)")
             }
@@ -349,13 +291,13 @@ struct PlistLinkListParser {
 
     /// Reads an element name whose first byte, `first`, is already consumed.
     private mutating func readName(_ source: inout LinkListByteSource, first: UInt8?) throws(LinkListError) -> PlistElement {
-        guard let first, Self.isNameStart(first) else {
+        guard let first, XMLLexer.isNameStart(first) else {
             throw source.malformed("'<' must start a tag (write a literal '<' as &lt;)")
         }
         name.removeAll(keepingCapacity: true)
         name.append(first)
         var length = 1
-        while let byte = try source.peek(), Self.isNameStart(byte) || Self.isNameDigit(byte) {
+        while let byte = try source.peek(), XMLLexer.isNameStart(byte) || XMLLexer.isNameDigit(byte) {
             _ = try source.next()
             length += 1
             if name.count <= PlistElement.longestName { name.append(byte) }
@@ -374,7 +316,7 @@ struct PlistLinkListParser {
     ) throws(LinkListError) -> Bool {
         let unterminated = "the file ends inside the \(element.tag) tag"
         while true {
-            let spaced = try skipWhitespace(&source)
+            let spaced = try XMLLexer.skipWhitespace(&source)
             guard let byte = try source.next() else { throw source.malformed(unterminated) }
             if byte == UInt8(ascii: ">") { return false }
             if byte == UInt8(ascii: "/") {
@@ -383,15 +325,15 @@ struct PlistLinkListParser {
                 }
                 return true
             }
-            guard spaced, isNameStart(byte) else {
+            guard spaced, XMLLexer.isNameStart(byte) else {
                 throw source.malformed("unexpected \(LinkListByteSource.describe(byte)) in the \(element.tag) tag")
             }
-            while let next = try source.peek(), isNameStart(next) || isNameDigit(next) { _ = try source.next() }
-            try skipWhitespace(&source)
+            while let next = try source.peek(), XMLLexer.isNameStart(next) || XMLLexer.isNameDigit(next) { _ = try source.next() }
+            try XMLLexer.skipWhitespace(&source)
             guard try source.next() == UInt8(ascii: "=") else {
                 throw source.malformed("expected '=' after an attribute name in the \(element.tag) tag")
             }
-            try skipWhitespace(&source)
+            try XMLLexer.skipWhitespace(&source)
             guard let quote = try source.next(), quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'") else {
                 throw source.malformed("expected a quoted attribute value in the \(element.tag) tag")
             }
@@ -405,59 +347,10 @@ struct PlistLinkListParser {
         }
     }
 
-    /// Skips a DOCTYPE after `<!DOCTYPE` through its `>`, past quoted strings and an internal
-    /// subset in brackets.
-    private static func skipDoctype(_ source: inout LinkListByteSource, startLine: Int) throws(LinkListError) {
-        var quote: UInt8?
-        var inSubset = false
-        while true {
-            guard let byte = try source.next() else {
-                throw source.malformed("unterminated <!DOCTYPE: the file ends before its '>'", line: startLine)
-            }
-            if let open = quote {
-                if byte == open { quote = nil }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = byte
-            case UInt8(ascii: "["): inSubset = true
-            case UInt8(ascii: "]"): inSubset = false
-            case UInt8(ascii: ">") where !inSubset: return
-            default: break
-            }
-        }
-    }
-
-    /// Skips up to and including `terminator` (`-->`, `?>`); nothing is kept.
-    private static func skip(
-        through terminator: StaticString, what: String, from source: inout LinkListByteSource, startLine: Int
-    ) throws(LinkListError) {
-        let end = UnsafeBufferPointer(start: terminator.utf8Start, count: terminator.utf8CodeUnitCount)
-        let repeated = end[0]  // `-` or `?`: the terminator is this byte one or more times, then `>`
-        let needed = end.count - 1
-        var seen = 0
-        while true {
-            guard let byte = try source.next() else {
-                throw source.malformed("unterminated \(what): the file ends before '\(terminator)'", line: startLine)
-            }
-            if byte == UInt8(ascii: ">"), seen >= needed { return }
-            seen = byte == repeated ? seen + 1 : 0
-        }
-    }
-
-    /// Consumes `expected` if the next bytes are it; false at the first byte that differs.
-    private static func consume(_ expected: StaticString, from source: inout LinkListByteSource) throws(LinkListError) -> Bool {
-        let bytes = UnsafeBufferPointer(start: expected.utf8Start, count: expected.utf8CodeUnitCount)
-        for byte in bytes {
-            guard try source.next() == byte else { return false }
-        }
-        return true
-    }
-
     /// A binary plist is refused with a reason saying what to do; a byte order mark is skipped.
     private static func checkStart(_ source: inout LinkListByteSource) throws(LinkListError) {
         if try source.peek() == UInt8(ascii: "b") {
-            guard try consume("bplist", from: &source) else {
+            guard try XMLLexer.consume("bplist", from: &source) else {
                 throw source.malformed("expected an XML property list starting with '<'", line: 1)
             }
             throw source.malformed(
@@ -465,24 +358,10 @@ struct PlistLinkListParser {
                 line: 1)
         }
         if try source.peek() == 0xEF {
-            guard try consume("\u{FEFF}", from: &source) else {
+            guard try XMLLexer.consume("\u{FEFF}", from: &source) else {
                 throw source.malformed("expected an XML property list starting with '<'", line: 1)
             }
         }
-    }
-
-    @discardableResult
-    private static func skipWhitespace(_ source: inout LinkListByteSource) throws(LinkListError) -> Bool {
-        var skipped = false
-        while true {
-            if !source.consumeRun(while: isWhitespace).isEmpty { skipped = true }
-            // Out of buffered whitespace: the next byte decides, after a read if need be.
-            guard let byte = try source.peek(), isWhitespace(byte) else { return skipped }
-        }
-    }
-
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     private func unexpected(_ markup: Markup, expected: String, source: borrowing LinkListByteSource) -> LinkListError {
@@ -495,14 +374,5 @@ struct PlistLinkListParser {
             case .ignorable: "a comment"
             }
         return source.malformed("expected \(expected), found \(found)")
-    }
-
-    private static func isNameStart(_ byte: UInt8) -> Bool {
-        (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z")) || byte == UInt8(ascii: "_")
-            || byte == UInt8(ascii: ":")
-    }
-
-    private static func isNameDigit(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
     }
 }

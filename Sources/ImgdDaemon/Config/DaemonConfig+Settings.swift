@@ -193,6 +193,16 @@ extension DaemonConfig {
         .integer(
             "max-list-lines", \.maxListLines, 1...1_000_000_000, reloadable: true,
             help: "Entries read from one list, at most; the rest is a bad_list failure"),
+        .integer(
+            "sitemap-max-depth", \.sitemapMaxDepth, 0...16, reloadable: true,
+            help: SettingHelp(
+                "Levels of sitemap indexes followed below an .xml list",
+                detail: "its children are level 1; a deeper child is not fetched, and is named in the report")),
+        .integer(
+            "sitemap-max-children", \.sitemapMaxChildren, 0...1_000_000, reloadable: true,
+            help: SettingHelp(
+                "Child sitemaps fetched for one .xml list, at most, all levels together",
+                detail: "the rest are not fetched, and the report says so")),
         // Spool warming: what bounds the daemon's memory however many lists are dropped.
         .integer(
             "max-active-lists", \.maxActiveLists, 1...100_000, reloadable: true,

@@ -76,6 +76,10 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxListBytes = SpoolLimits().maxListBytes
     /// Entries read from one list, at most.
     public var maxListLines = SpoolLimits().maxListLines
+    /// Levels of sitemap indexes followed below a list (``SpoolLimits/sitemapMaxDepth``).
+    public var sitemapMaxDepth = SpoolLimits().sitemapMaxDepth
+    /// Child sitemaps fetched for one list, at most (``SpoolLimits/sitemapMaxChildren``).
+    public var sitemapMaxChildren = SpoolLimits().sitemapMaxChildren
     /// Lists warmed at once; the others wait, claimed, in claim order (``WarmingLimits``).
     public var maxActiveLists = WarmingLimits().maxActiveLists
 
@@ -201,6 +205,8 @@ public struct DaemonConfig: Sendable, Equatable {
         var limits = SpoolLimits()
         limits.maxListBytes = maxListBytes
         limits.maxListLines = maxListLines
+        limits.sitemapMaxDepth = sitemapMaxDepth
+        limits.sitemapMaxChildren = sitemapMaxChildren
         return limits
     }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import ImgdCore
+import ImgdNetwork
 import ImgdStore
 import Logging
 import Synchronization
@@ -25,6 +26,12 @@ import Glibc
 /// stopped (``stop()``) or cancelled (``cancel(named:)``) at any point: the reader asks before
 /// each 64 KiB it reads, however long the line, so either answers within a read and a slice.
 ///
+/// An `.xml` list that is a sitemap index names child sitemaps: each is fetched through the
+/// downloader as a document and read into the same slices, within `sitemap-max-depth`,
+/// `sitemap-max-children` and the list's own bounds (``ListClaimer+Sitemaps``). A restart
+/// mid-claim claims the file anew, children included; once claimed, the list's URLs are all in
+/// the database, as any list's.
+///
 /// An actor on its own serial queue (``QueueExecutor``): a claim blocks on SQLite and on the
 /// file's reads, so it stays off the cooperative pool, and holds the actor while it runs. What
 /// must reach a claim in progress — a stop, a cancel, new limits — goes through atomics and
@@ -48,6 +55,8 @@ actor ListClaimer {
     let logger: Logger
     let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
+    /// Fetches the children of sitemap indexes (``ListClaimer+Sitemaps``).
+    let downloader: Downloader
     private nonisolated let executor = QueueExecutor(label: "imgd.spool-claim")
     /// Set by ``stop()``: a claim in progress gives up between slices, and queued claims return.
     private nonisolated let stopRequested = Atomic<Bool>(false)
@@ -83,7 +92,7 @@ actor ListClaimer {
     }
 
     /// How a claim's reading ended.
-    private enum Reading {
+    enum Reading {
         /// To the end of the list (or its line limit, or its syntax's break).
         case complete
         /// Given up because the claimer is stopping: the file stays in the spool.
@@ -97,7 +106,7 @@ actor ListClaimer {
     /// cancelled while being claimed (its URLs are then failed as `cancelled` already).
     init(
         folders: SpoolFolders, store: ListStore, reports: ListReportWriter, pruner: ListPruner, limits: SpoolLimits,
-        logger: Logger,
+        downloader: Downloader, logger: Logger,
         onEvent: @escaping @Sendable (SpoolEvent) -> Void,
         onClaimed: @escaping @Sendable (_ list: ListRecord, _ cancelled: Bool) -> Void
     ) {
@@ -109,6 +118,7 @@ actor ListClaimer {
         self.logger = logger
         self.onEvent = onEvent
         self.onClaimed = onClaimed
+        self.downloader = downloader
     }
 
     /// Queues the claim of the spool entry `name` (a name reported twice is claimed once: the
@@ -157,8 +167,8 @@ actor ListClaimer {
         return .cancelled(pending: failed)
     }
 
-    private nonisolated var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
-    private nonisolated var isCancelled: Bool { current.withLock { $0?.cancelled ?? false } }
+    nonisolated var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+    nonisolated var isCancelled: Bool { current.withLock { $0?.cancelled ?? false } }
 
     /// Ends the claim in progress, answering the `cancel`s waiting on it with `cancelled`.
     private func endClaim(cancelled: Int?) {
@@ -215,11 +225,24 @@ actor ListClaimer {
         }
         let path = folders.path + "/" + name
         var reader: LinkListReader
-        do {
-            reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
-        } catch {
-            refuse(entry, movingItBecause: "\(error)")
+        // What the list's own bytes take of max-list-bytes: a compressed sitemap's inflated size.
+        var listBytes = size
+        switch Self.inflatedSitemap(fd, name: name, size: size, limit: min(limits.maxListBytes, Self.maxSitemapBytes)) {
+        case .xml(let xml)?:
+            close(fd)
+            listBytes = xml.count
+            reader = LinkListReader(xml: xml, path: path) { [self] in isStopping || isCancelled }
+        case .refused(let reason)?:
+            close(fd)
+            refuse(entry, movingItBecause: reason, code: FailureCode.badList.rawValue)
             return
+        case nil:
+            do {
+                reader = try LinkListReader(fileDescriptor: fd, path: path, byteLimit: size) { [self] in isStopping || isCancelled }
+            } catch {
+                refuse(entry, movingItBecause: "\(error)")
+                return
+            }
         }
         let record: ListRecord
         do {
@@ -235,8 +258,12 @@ actor ListClaimer {
         defer { endClaim(cancelled: cancelledURLs) }
         var total = 0
         var reading: Reading
+        var walk = SitemapWalk(
+            maxDepth: limits.sitemapMaxDepth, maxChildren: limits.sitemapMaxChildren, bytesLeft: limits.maxListBytes - listBytes,
+            maxListBytes: limits.maxListBytes, owner: info.st_uid, submitter: downloader.makeSubmitter())
         do {
-            reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, total: &total)
+            reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, walk: &walk, total: &total)
+            if reading != .stopped, let summary = walk.summary { try store.setSitemapSummary(list: record.id, summary) }
         } catch {
             abandon(record)
             claimLater(entry, because: error)
@@ -362,59 +389,149 @@ actor ListClaimer {
         pruner.schedule()  // its rows
     }
 
+    /// A line of a list as it is recorded.
+    typealias ClaimLine = (
+        seq: Int, line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions
+    )
+
+    /// The lines of a claim gathered into slices, each recorded in one transaction, and their
+    /// count against `max-list-lines` (a sitemap's children count with the list).
+    struct ClaimLines {
+        let list: Int
+        let maxLines: Int
+        var slice: [ClaimLine] = []
+        var sliceBytes = 0
+        var seq = 0
+        /// Set once `max-list-lines` is reached: nothing more is read.
+        var isFull = false
+
+        /// Whether the slice is due to be recorded.
+        var isDue: Bool { slice.count >= ListClaimer.sliceLines || sliceBytes >= ListClaimer.sliceBytes }
+
+        /// Adds a line; past `max-list-lines`, the `bad_list` line saying so instead, and the
+        /// reading stops (false).
+        mutating func add(line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions = .none) -> Bool {
+            seq += 1
+            guard seq <= maxLines else {
+                let message = "too large: more than max-list-lines (\(maxLines)) entries; the list was read up to line \(line)"
+                slice.append((seq, line, "", (FailureCode.badList.rawValue, message), .none))
+                isFull = true
+                return false
+            }
+            slice.append((seq, line, url, failure, options))
+            sliceBytes += url.utf8.count
+            return true
+        }
+
+        mutating func record(in store: ListStore) throws(SQLiteError) {
+            try store.addLines(list: list, slice)
+            slice.removeAll(keepingCapacity: true)
+            sliceBytes = 0
+        }
+    }
+
     /// Streams the list's lines into the database in slices; a list that breaks its syntax part
     /// way, or has more than `maxLines` entries, keeps what came before, plus a `bad_list` line
     /// saying where and why. A stop gives up at once (nothing more is written); a cancel keeps
-    /// what was read.
-    private func recordLines(_ reader: inout LinkListReader, list: Int, maxLines: Int, total: inout Int)
+    /// what was read. The children of a sitemap index are fetched and read in place, within the
+    /// same bounds (`walk`).
+    private func recordLines(_ reader: inout LinkListReader, list: Int, maxLines: Int, walk: inout SitemapWalk, total: inout Int)
         throws(SQLiteError) -> Reading
     {
-        var slice: [(seq: Int, line: Int, url: String, failure: (code: String, message: String)?, options: LinkListItemOptions)] = []
-        var sliceBytes = 0
-        var seq = 0
-        var pinRead = false
+        var lines = ClaimLines(list: list, maxLines: maxLines)
+        let reading = try readEntries(&reader, into: &lines, walk: &walk, depth: 0, source: "")
+        if reading == .stopped || isStopping { return .stopped }
+        try lines.record(in: store)
+        total = lines.seq
+        return reading
+    }
+
+    /// Reads `reader`'s entries into `lines`: the list's own (`depth` 0) or a sitemap's read for
+    /// it (`source`, its URL, names it in a `bad_list` line when it breaks). `.complete` when
+    /// this reader is done (or the list is full); `.stopped` and `.cancelled` end the claim.
+    private func readEntries(
+        _ reader: inout LinkListReader, into lines: inout ClaimLines, walk: inout SitemapWalk, depth: Int, source: String
+    ) throws(SQLiteError) -> Reading {
+        var pinRead = depth > 0
         while true {
             let entry: LinkListEntry?
             do {
                 entry = try reader.next()
             } catch .interrupted {
-                if isStopping { return .stopped }
-                try store.addLines(list: list, slice)
-                total = seq
-                return .cancelled
+                return isStopping ? .stopped : .cancelled
             } catch {
-                seq += 1
                 let line: Int = if case .malformed(_, let line, _) = error { line } else { 0 }
-                slice.append((seq, line, "", (FailureCode.badList.rawValue, "\(error)"), .none))
+                let message = depth == 0 ? "\(error)" : "sitemap \(source) is malformed: \(error)"
+                if depth > 0 { walk.failed += 1 }
+                _ = lines.add(line: line, url: source, failure: (FailureCode.badList.rawValue, message))
                 break
             }
             if !pinRead {
                 pinRead = true
-                if let pin = reader.pin { try store.setPin(list: list, milliseconds: Int(pin.components.seconds) * 1000) }
-                if let refresh = reader.refresh { try store.setRefresh(list: list, rule: refresh) }
+                if let pin = reader.pin { try store.setPin(list: lines.list, milliseconds: Int(pin.components.seconds) * 1000) }
+                if let refresh = reader.refresh { try store.setRefresh(list: lines.list, rule: refresh) }
             }
+            if depth == 0, walk.kind == nil { walk.kind = reader.sitemapKind }
             guard let entry else { break }
-            seq += 1
-            guard seq <= maxLines else {
-                let message = "too large: more than max-list-lines (\(maxLines)) entries; the list was read up to line \(entry.line)"
-                slice.append((seq, entry.line, "", (FailureCode.badList.rawValue, message), .none))
-                break
+            if entry.isSitemap, case .success(let url) = entry.url {
+                let reading = try readChild(url, line: entry.line, into: &lines, walk: &walk, depth: depth + 1)
+                guard reading == .complete, !lines.isFull else { return reading }
+            } else {
+                let added = switch entry.url {
+                case .success(let url): lines.add(line: entry.line, url: url.normalized, failure: nil, options: entry.options)
+                case .failure(let error): lines.add(line: entry.line, url: entry.text, failure: (FailureCode.badURL.rawValue, "\(error)"))
+                }
+                guard added else { return .complete }
             }
-            switch entry.url {
-            case .success(let url): slice.append((seq, entry.line, url.normalized, nil, entry.options))
-            case .failure(let error): slice.append((seq, entry.line, entry.text, (FailureCode.badURL.rawValue, "\(error)"), .none))
-            }
-            sliceBytes += slice[slice.count - 1].url.utf8.count
-            if slice.count >= Self.sliceLines || sliceBytes >= Self.sliceBytes {
+            if lines.isDue {
                 if isStopping { return .stopped }
-                try store.addLines(list: list, slice)
-                slice.removeAll(keepingCapacity: true)
-                sliceBytes = 0
+                try lines.record(in: store)
             }
         }
-        if isStopping { return .stopped }
-        try store.addLines(list: list, slice)
-        total = seq
+        walk.skippedPages += reader.skippedPageLocations
         return .complete
+    }
+
+    /// Fetches the sitemap `url` named at `line` of a sitemap index and reads it into `lines`,
+    /// unless `walk` refuses it (too deep, too many, a cycle, no bytes left), which is a
+    /// `bad_list` line naming it, as is a failed fetch.
+    private func readChild(_ url: ImageURL, line: Int, into lines: inout ClaimLines, walk: inout SitemapWalk, depth: Int)
+        throws(SQLiteError) -> Reading
+    {
+        let name = url.normalized
+        if let (reason, say) = walk.refusal(of: name, depth: depth) {
+            walk.notRead += 1
+            if say { _ = lines.add(line: line, url: name, failure: (FailureCode.badList.rawValue, "sitemap \(name) not read: \(reason)")) }
+            return .complete
+        }
+        walk.visited.insert(name)
+        let limit = min(walk.bytesLeft, Self.maxSitemapBytes)
+        let body: [UInt8]
+        switch waitForDocument(url, limit: limit, walk: walk) {
+        case .stopped: return .stopped
+        case .cancelled: return .cancelled
+        case .failed(let error):
+            walk.failed += 1
+            _ = lines.add(line: line, url: name, failure: (FailureCode.badList.rawValue, Self.childFailure(name, error, limit: limit)))
+            return .complete
+        case .fetched(let bytes) where GzipInflater.isGzip(bytes):
+            // A compressed sitemap (`.xml.gz`, or served gzip without a Content-Encoding).
+            switch GzipInflater.inflate(bytes, limit: limit) {
+            case .success(let inflated):
+                body = inflated
+            case .failure(let failure):
+                walk.failed += 1
+                _ = lines.add(line: line, url: name, failure: (FailureCode.badList.rawValue, "sitemap \(name) not read: \(failure)"))
+                return .complete
+            }
+        case .fetched(let bytes):
+            body = bytes
+        }
+        walk.bytesLeft -= body.count
+        walk.fetched.append(name)
+        walk.ancestors.append(name)
+        defer { walk.ancestors.removeLast() }
+        var child = LinkListReader(xml: body, path: name) { [self] in isStopping || isCancelled }
+        return try readEntries(&child, into: &lines, walk: &walk, depth: depth, source: name)
     }
 }

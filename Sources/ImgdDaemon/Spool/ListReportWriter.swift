@@ -54,6 +54,8 @@ struct ListReportWriter: Sendable {
     func writeReport(for record: ListRecord, as fileName: String, in folder: Int32) throws(SQLiteError) {
         let failureCounts = try store.failureCounts(list: record.id)
         let mirrored = try store.servedByMirror(list: record.id, limit: Self.reportedFailures)
+        // Written by the daemon's own claim (a JSON object, ``ListClaimer/SitemapWalk``).
+        let sitemap = try store.sitemapSummary(list: record.id)
         let finishedAt = record.finishedAt ?? record.claimedAt
         try write(as: fileName, in: folder) { (json: inout JSONStreamWriter) throws(SQLiteError) in
             json.raw("{\n  \"already_cached\": ")
@@ -105,6 +107,10 @@ struct ListReportWriter: Sendable {
                     json.raw("}")
                 }
                 json.raw("\n  ]")
+            }
+            if let sitemap {
+                json.raw(",\n  \"sitemap\": ")
+                json.raw(sitemap)
             }
             json.raw(",\n  \"state\": ")
             json.string(record.state.rawValue)

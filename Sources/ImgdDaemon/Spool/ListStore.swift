@@ -45,7 +45,8 @@ public final class ListStore: Sendable {
             finished_at INTEGER,
             finished_file TEXT,
             owner INTEGER,
-            refresh TEXT
+            refresh TEXT,
+            sitemap TEXT
         );
         CREATE TABLE IF NOT EXISTS list_urls (
             list_id INTEGER NOT NULL,
@@ -135,6 +136,10 @@ public final class ListStore: Sendable {
                 ALTER TABLE list_urls ADD COLUMN mirrors TEXT;
                 ALTER TABLE list_urls ADD COLUMN served_by TEXT;
                 """)
+        }
+        // And before sitemaps: what reading a sitemap list found, for its report (NULL: not one).
+        if (try? connection.statement("SELECT sitemap FROM lists LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE lists ADD COLUMN sitemap TEXT")
         }
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.

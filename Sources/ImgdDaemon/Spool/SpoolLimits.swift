@@ -10,6 +10,13 @@ public struct SpoolLimits: Sendable, Equatable {
     /// what came before, as a list whose syntax breaks does (`max-list-lines`; 10,000,000 by
     /// default).
     public var maxListLines = 10_000_000
+    /// Levels of sitemap indexes followed below a list (`sitemap-max-depth`; 2 by default): the
+    /// children of an index dropped in the spool are level 1, theirs level 2; a child deeper
+    /// than this is not fetched (a `bad_list` line names it).
+    public var sitemapMaxDepth = 2
+    /// Child sitemaps fetched for one list, at most, at every level together
+    /// (`sitemap-max-children`; 1,000 by default); the rest are not fetched.
+    public var sitemapMaxChildren = 1000
 
     public init() {}
 }

@@ -161,7 +161,8 @@ public actor SpoolService {
     /// Resumes the lists a previous run left, then starts watching (taking what is already in the spool).
     public func start() async throws(SpoolError) {
         let claimer = ListClaimer(
-            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, logger: logger, onEvent: onEvent,
+            folders: folders, store: store, reports: reports, pruner: pruner, limits: limits, downloader: downloader, logger: logger,
+            onEvent: onEvent,
             onClaimed: { [unowned self] record, cancelled in onExecutor { $0.claimed(record, cancelled: cancelled) } })
         self.claimer = claimer
         let watcher = SpoolWatcher(folder: folders.path) { [unowned self] name in

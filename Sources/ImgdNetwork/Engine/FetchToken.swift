@@ -23,6 +23,9 @@ final class FetchToken: Sendable {
     let expectedSHA256: SHA256Digest?
     /// The request's own mirrors (an item's `mirrors`), tried after ``url``.
     let mirrors: [ImageURL]
+    /// Set for a document fetch (``Downloader/fetchDocument(_:limit:submitter:caller:handler:)``):
+    /// the most bytes its body may have.
+    let documentLimit: Int?
     let priority: FetchPriority
     /// Set for a revalidation of a cached entry (``Validators``).
     let validators: Validators?
@@ -48,8 +51,9 @@ final class FetchToken: Sendable {
     init(
         request: ImageRequest, priority: FetchPriority, submitter: SubmitterID, held: HeldRequests? = nil,
         handler: Handler? = nil, validators: Validators? = nil, isDueRevalidation: Bool = false,
-        caller: UInt32? = nil, countedForCaller: Bool = false
+        caller: UInt32? = nil, countedForCaller: Bool = false, documentLimit: Int? = nil
     ) {
+        self.documentLimit = documentLimit
         precondition(!countedForCaller || (caller != nil && held != nil), "a share is counted for a caller in a count")
         precondition(!isDueRevalidation || handler != nil, "a request someone waits on cannot be withdrawn")
         self.validators = validators

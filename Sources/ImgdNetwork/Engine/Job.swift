@@ -29,6 +29,9 @@ final class Job {
     /// The digest the first waiter named, checked by the publisher; a waiter that joined naming
     /// another is answered `checksum_mismatch` if the body has the job's.
     let expectedSHA256: SHA256Digest?
+    /// Set for a document (a sitemap the spool reads): its body is kept in memory up to this
+    /// many bytes and answered as it is, never checked as an image nor cached.
+    let documentLimit: Int?
     /// Set for a revalidation: the cached entry's validators, sent as conditional headers, and a
     /// `304` is its success. Dropped when a request that wants the body joins it while queued.
     var validators: Validators?
@@ -105,6 +108,7 @@ final class Job {
         expiry = URLExpiry(waiter.url)
         key = waiter.key
         expectedSHA256 = waiter.expectedSHA256
+        documentLimit = waiter.documentLimit
         validators = waiter.validators
         priority = waiter.priority
         submitter = waiter.submitter

@@ -167,7 +167,7 @@ final class Transfer {
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(policy.lowSpeedTime.components.seconds)))
         // Rejects a declared Content-Length over the cap before any byte is read; bodies
         // without one are counted in `receive`.
-        try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(policy.maxBodyBytes))
+        try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(job.documentLimit ?? policy.maxBodyBytes))
         // An empty proxy disables the *_proxy environment variables: a proxy is used only when
         // configured. An empty no-proxy list keeps libcurl from reading NO_PROXY/no_proxy, which
         // would otherwise send some hosts around a configured proxy. No cookie engine, no .netrc,
@@ -224,6 +224,7 @@ final class Transfer {
             return discardedBytes > Self.maxDiscardedBytes ? 0 : bytes.count
         }
         if bodyStartedAt == nil { bodyStartedAt = .now }
+        if let limit = job.documentLimit { return receiveDocument(bytes, limit: limit) }
         if let failure = spill?.failure {
             abort = .disk(failure)
             return 0
@@ -284,6 +285,19 @@ final class Transfer {
         }
         buffer.append(contentsOf: bytes)
         if buffer.count >= Self.bufferLimit { spillBuffer() }
+        return bytes.count
+    }
+
+    /// A document's bytes (a sitemap, ``Job/documentLimit``): kept in memory up to `limit`, with
+    /// no sniff, no room in the cache and no spill, since it is read, not cached. `max-rate`
+    /// holds it back as it does an image.
+    private func receiveDocument(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Int {
+        guard buffer.count + bytes.count <= limit, (declaredLength ?? 0) <= limit else {
+            abort = .tooLarge(limit: limit)
+            return 0
+        }
+        guard admit(self, bytes.count) else { return CurlEasy.pauseWriting }
+        buffer.append(contentsOf: bytes)
         return bytes.count
     }
 

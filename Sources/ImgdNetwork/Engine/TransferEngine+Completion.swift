@@ -29,6 +29,8 @@ extension TransferEngine {
         let arrival = expiring(conclude(transfer, result: result), of: job)
         transferDurations.record(ContinuousClock.now - transfer.startedAt, succeeded: arrival.isSuccess)
         switch arrival {
+        case .success(let body) where job.documentLimit != nil:
+            settle(job, .success(CachedImage(document: body)))
         case .success(let body):
             // The slot is free now; the disk work happens on the publisher while the loop goes on.
             move(job, to: .publishing)
@@ -147,7 +149,7 @@ extension TransferEngine {
             return nil
         }()
         let freshness = easy.responseFreshness(receivedAt: WallClock.nowMilliseconds())
-        if failure == nil, freshness.noStore {
+        if failure == nil, freshness.noStore, transfer.job.documentLimit == nil {
             transfer.discard()
             return .failure(.notCacheable("the response says Cache-Control: no-store, so imgd does not keep it"))
         }
