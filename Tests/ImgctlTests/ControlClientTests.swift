@@ -218,7 +218,7 @@ struct ControlClientTests {
                 "requests held: 1,204 (96 KiB of URLs)", "disk cache: 1.5 GiB in 3,400 entries, limit 10 GiB, 12 MiB pinned", "cache folder: /var/cache/imgd",
                 "memory tier: 64 MiB in 120 entries, limit 256 MiB", "memory pressure: psi-poll (/proc/pressure/memory)",
                 "memory pressure events: 0", "spool: /var/spool/imgd",
-                "degraded: no", "ready: yes (no ready-lists)",
+                "degraded: no", "ready: yes (no ready-lists)", "window: none (max-parallel 8)", "courtesy: off (courtesy = false)",
             ])
         let lists = ImgctlRun(["lists", "--socket", server.path]) { context in
             context.now = { Double(claimedAt) / 1000 + 62 }

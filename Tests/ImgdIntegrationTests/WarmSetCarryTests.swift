@@ -99,6 +99,33 @@ struct WarmSetCarryTests {
         }
     }
 
+    @Test("an import is charged to the importing uid (status.users), and under a quota an entry larger than the uid may hold is refused with quota_exceeded's reason while the others are taken")
+    func importIsCharged() async throws {
+        try await withRunningServer { server in
+            let scratchA = try ScratchFolder(), scratchB = try ScratchFolder()
+            defer { scratchA.remove(); scratchB.remove() }
+            let (a, tar) = try await Self.exported(server, scratchA)
+            defer { a.killIfRunning() }
+            // Root may hold 150 KB. Each entry is judged alone against it: only the 160 KB one
+            // is larger (the 40 to 130 KB ones are taken, and the quota pass then evicts root's
+            // own oldest ones down to it).
+            try scratchB.write("imgd.toml", "[quota.\"uid:0\"]\nlimit = \"150KB\"\n")
+            let b = try await Self.start(scratchB, arguments: ["--config", scratchB.path + "/imgd.toml"])
+            defer { b.killIfRunning() }
+            let imported = try await Self.sh("imgctl import --socket \(b.socket) \(tar)", in: scratchB.path)
+            #expect(imported.status == 1 && imported.stdout.contains("taken 4 ") && imported.stdout.contains("refused 1"), "\(imported.stdout)")
+            #expect(imported.stderr.contains("more than uid 0 may hold"), "\(imported.stderr)")
+            // Charged to root, and held under its quota.
+            #expect(await eventually(timeout: .seconds(10)) {
+                let users = (try? await b.result(#"{"cmd":"status"}"#))?["users"] as? [[String: Any]] ?? []
+                guard let root = users.first(where: { $0["uid"] as? Int == 0 }) else { return false }
+                return (root["bytes"] as? Int ?? .max) <= 150_000 && (root["entries"] as? Int ?? 0) >= 1
+            })
+            #expect(await b.stop() == 0, "log:\n\(b.log)")
+            #expect(await a.stop() == 0)
+        }
+    }
+
     @Test("one byte flipped in a member: that entry is refused (SHA-256), the others are taken; a stream cut inside a member stops with truncated and keeps what came before; an entry cached with another digest is refused without --replace")
     func damaged() async throws {
         try await withRunningServer { server in

@@ -32,8 +32,8 @@ actor WarmSetImport: ControlStreamSink {
     private let validator = ImageValidator(maxPixels: DownloadPolicy().maxPixels)
     /// Replace an entry cached with another digest (`"replace": true`).
     private let replace: Bool
-    /// The importing peer's uid: who the taken entries are charged to. A hook for per-user
-    /// quotas (issue 31 §6): the rows are recorded without an owner until the index keeps one.
+    /// The importing peer's uid: who the taken entries are charged to (quotas per user), as a
+    /// download is charged to its asker; an entry already cached keeps its owner.
     let owner: UInt32
     private let onEnd: @Sendable (_ summary: WarmSetImportSummary) -> Void
 
@@ -258,11 +258,21 @@ actor WarmSetImport: ControlStreamSink {
         entry.format = info.format
         entry.width = info.width
         entry.height = info.height
+        // Charged to the importing uid, as a download is to its asker: refused before it is
+        // published when it is larger than that uid may hold (quotas per user).
+        entry.owner = owner
+        if let refusal = disk.quotaRefusal(owner: owner, bytes: entry.bytes, key: entry.key) {
+            member.file.discard()
+            disk.budget.release(member.reserved)
+            summary.refuse(entry, reason: refusal)
+            return
+        }
         let key = entry.key
         disk.beginPublishing(key)
         do {
             try disk.directory.publish(member.file, as: key)
             try disk.record([entry], releasing: member.reserved, endingPublishing: [key])
+            disk.charged([owner])
         } catch {
             disk.endPublishing([key])
             member.file.discard()
