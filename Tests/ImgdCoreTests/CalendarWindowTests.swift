@@ -56,6 +56,10 @@ struct CalendarWindowTests {
         #expect(day.start == 34_215 && day.end == 61_200 && !day.crossesMidnight)
         #expect(try DailyHours(parsing: "00:00-24:00").length == 86_400)
         #expect(throws: CalendarWindowError.emptyHours("10:00-10:00")) { try DailyHours(parsing: "10:00-10:00") }
+        #expect(throws: CalendarWindowError.emptyHours("00:00-00:00")) { try DailyHours(parsing: "00:00-00:00") }
+        // 00:00 as an end is the end of the day.
+        let evening = try DailyHours(parsing: "22:00-00:00")
+        #expect(evening.end == 86_400 && !evening.crossesMidnight && evening.length == 7200)
         for bad in ["22-06", "24:00-01:00", "10:60-11:00", "9:00-10:00", "10:00", "10:00-11:00-12:00", "aa:bb-cc:dd", "10:00:60-11:00"] {
             #expect(throws: CalendarWindowError.hours(bad)) { try DailyHours(parsing: bad) }
         }
@@ -86,6 +90,16 @@ struct CalendarWindowTests {
         // In a zone at UTC-5, the same wall times are five hours later in UTC.
         let east = schedule.position(at: Self.utc(2026, 12, 14, 17, 30), in: FixedOffsetZone(seconds: -5 * 3600))
         #expect(east.current?.window.name == "lunch" && east.current?.closes == Self.utc(2026, 12, 14, 18))
+    }
+
+    @Test("a window open all day on consecutive days is one window in force across midnight, closing at the last day's end")
+    func allDay() throws {
+        let schedule = try WindowSchedule([try Self.window("weekend", days: "sat,sun", hours: "00:00-24:00")])
+        let utc = FixedOffsetZone(seconds: 0)
+        let saturday = schedule.position(at: Self.utc(2026, 12, 12, 23, 59, 59), in: utc)
+        let sunday = schedule.position(at: Self.utc(2026, 12, 13, 0, 0, 1), in: utc)
+        #expect(saturday.current?.window == sunday.current?.window && sunday.current?.window.name == "weekend")
+        #expect(sunday.current?.closes == Self.utc(2026, 12, 14, 0))
     }
 
     @Test("no windows: never in force, no change coming")

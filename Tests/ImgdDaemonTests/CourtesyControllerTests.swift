@@ -30,7 +30,16 @@ struct CourtesyControllerTests {
         #expect(controller.step(share: 90, threshold: 20, cap: 8, now: start) == 4)
         #expect(controller.step(share: nil, threshold: 20, cap: 8, now: start + .seconds(12)) == 4)
         #expect(controller.step(share: 1, threshold: 20, cap: 2, now: start + .seconds(14)) == 2)
-        #expect(controller.step(share: 1, threshold: 20, cap: 32, now: start + .seconds(16)) == 3)
+        // Back at max-parallel (2) under the threshold: no longer lowered, it follows a raised one.
+        #expect(controller.step(share: 1, threshold: 20, cap: 32, now: start + .seconds(16)) == 32)
+        // Lowered again, a raised max-parallel is climbed to one at a time.
+        #expect(controller.step(share: 50, threshold: 20, cap: 32, now: start + .seconds(18)) == 16)
+        #expect(controller.step(share: 1, threshold: 20, cap: 64, now: start + .seconds(20)) == 17)
+        // Not lowered: at max-parallel, it follows a raised one at once, with or without a reading.
+        var calm = CourtesyController(cap: 8)
+        #expect(calm.step(share: nil, threshold: 20, cap: 32, now: start) == 32)
+        #expect(calm.step(share: 1, threshold: 20, cap: 4, now: start + .seconds(2)) == 4)
+        #expect(calm.step(share: 1, threshold: 20, cap: 16, now: start + .seconds(4)) == 16)
         controller.reset(cap: 32)
         #expect(controller.limit == 32)
     }

@@ -135,6 +135,37 @@ struct CalendarWindowDaemonTests {
         }
     }
 
+    @Test("a URL queued by a list paused outside its window is still fetched for another list that needs it now")
+    func sharedURLIsNotHeld() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            func write(open: Bool) throws {
+                let start = open ? Self.now - 60 : Self.now + 12 * 3600
+                try scratch.write(
+                    "imgd.toml",
+                    "max-parallel = 1\n[window.\"night\"]\nhours = \"\(Self.clock(start))-\(Self.clock(start + 3 * 3600))\"\nlists = [\"nightly-*\"]\n")
+            }
+            try write(open: true)
+            let daemon = try await DaemonProcess.start(
+                in: scratch.path, arguments: ["--config", scratch.path + "/imgd.toml"], environment: ["TZ": "UTC"])
+            defer { daemon.killIfRunning() }
+            // One slot: the first URL holds it on a gate, the shared one waits in the engine's queue.
+            let shared = server.url("/img/shared.png")
+            try daemon.drop("nightly-1.txt", server.url("/img/first.png?gate=f") + "\n" + shared + "\n")
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
+            try write(open: false)
+            _ = try await daemon.result(#"{"cmd":"reload"}"#)
+            #expect(try await daemon.list("nightly-1.txt")?["state"] as? String == "held")
+            server.openGate("f")
+            try daemon.drop("day.txt", shared + "\n")
+            let day = await daemon.finishedList("day.txt", timeout: .seconds(20))
+            #expect(day?["state"] as? String == "done", "the shared URL waited for the night: \(String(describing: day))")
+            #expect(server.requestCount("/img/shared.png") == 1)
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
     @Test("a held list survives a restart held, and a cancel of a held list finishes it as cancelled")
     func heldAcrossRestartAndCancel() async throws {
         let scratch = try ScratchFolder()

@@ -4,7 +4,8 @@
 public struct DailyHours: Hashable, Sendable, CustomStringConvertible {
     /// Seconds into the day the window opens (0 ..< 86,400).
     public let start: Int
-    /// Seconds into the day it closes (1 ... 86,400); not after `start` means the next day.
+    /// Seconds into the day it closes (1 ... 86,400; an end of 00:00 is 86,400); not after
+    /// `start` means the next day.
     public let end: Int
 
     public init(start: Int, end: Int) {
@@ -15,13 +16,15 @@ public struct DailyHours: Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: String) throws(CalendarWindowError) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, let start = Self.second(of: String(parts[0]).trimmingSpaces),
-            let end = Self.second(of: String(parts[1]).trimmingSpaces), start < 86_400, end > 0
+            let end = Self.second(of: String(parts[1]).trimmingSpaces), start < 86_400
         else {
             throw CalendarWindowError.hours(EchoedText.cut(text, limit: 40))
         }
+        // 00:00-00:00 is refused with 10:00-10:00: whole day or nothing cannot be told.
         guard start != end else { throw CalendarWindowError.emptyHours(text) }
         self.start = start
-        self.end = end
+        // 00:00 as an end is midnight at the end of the day, as 24:00 is (22:00-00:00).
+        self.end = end == 0 ? 86_400 : end
     }
 
     /// Whether the window closes on the day after it opens.

@@ -60,6 +60,8 @@ final class Courtesy: Sendable {
         let (enabled, reader) = state.withLock { ($0.enabled, $0.reader) }
         // Read outside the lock: `status` must not wait for a slow file.
         let reading = enabled ? reader.read() : (share: nil, readings: [])
+        // The cap is given to the downloader under the lock: a reload's turn and the loop's must
+        // not hand it over in the other order (the older would stay).
         let (before, after, threshold) = state.withLock { state -> (Int?, Int?, Double) in
             state.cap = cap
             state.share = reading.share
@@ -73,10 +75,10 @@ final class Courtesy: Sendable {
             }
             let before = state.applied
             state.applied = limit < cap ? limit : nil
+            if before != state.applied { downloader.limitPrefetch(state.applied) }
             return (before, state.applied, state.threshold)
         }
         guard before != after else { return }
-        downloader.limitPrefetch(after)
         if let after, before == nil {
             logger.notice("courtesy: the host's stall share is \(Self.percent(reading.share)) (over \(Self.percent(threshold))): prefetching \(after) at once instead of \(cap)")
         } else if after == nil {

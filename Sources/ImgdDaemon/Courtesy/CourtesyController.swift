@@ -11,6 +11,9 @@ struct CourtesyController: Sendable, Equatable {
 
     /// The prefetch cap in force.
     private(set) var limit: Int
+    /// Whether pressure lowered it and it has not climbed back to `max-parallel` since: a cap not
+    /// lowered follows `max-parallel` wherever it goes (a window opened with a higher one).
+    private var isLowered = false
     private var lastDecrease: ContinuousClock.Instant?
 
     init(cap: Int) { limit = cap }
@@ -18,15 +21,17 @@ struct CourtesyController: Sendable, Equatable {
     /// Takes one reading (`share`, percent; nil when none could be read) against `threshold`
     /// with `cap` (the `max-parallel` in force) and returns the new cap.
     mutating func step(share: Double?, threshold: Double, cap: Int, now: ContinuousClock.Instant) -> Int {
-        limit = min(limit, cap)
+        limit = isLowered ? min(limit, cap) : cap
         guard let share else { return limit }
         if share > threshold {
             if lastDecrease.map({ now - $0 >= Self.holdAfterDecrease }) ?? true {
                 limit = max(1, limit / 2)
+                isLowered = true
                 lastDecrease = now
             }
         } else {
             limit = min(cap, limit + 1)
+            if limit >= cap { isLowered = false }
         }
         return limit
     }
@@ -34,6 +39,7 @@ struct CourtesyController: Sendable, Equatable {
     /// Back to `cap` at once (the loop turned off).
     mutating func reset(cap: Int) {
         limit = cap
+        isLowered = false
         lastDecrease = nil
     }
 }

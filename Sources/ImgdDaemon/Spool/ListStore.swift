@@ -131,11 +131,12 @@ public final class ListStore: Sendable {
             """)
         // And before mirrors: an item's `mirrors` (their URLs, one a line; NULL: none) and the
         // mirror that served a cached URL (NULL: the URL itself).
+        // Each looked for on its own: a stop between the two leaves the second to add next time.
         if (try? connection.statement("SELECT mirrors FROM list_urls LIMIT 0")) == nil {
-            try connection.execute("""
-                ALTER TABLE list_urls ADD COLUMN mirrors TEXT;
-                ALTER TABLE list_urls ADD COLUMN served_by TEXT;
-                """)
+            try connection.execute("ALTER TABLE list_urls ADD COLUMN mirrors TEXT")
+        }
+        if (try? connection.statement("SELECT served_by FROM list_urls LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE list_urls ADD COLUMN served_by TEXT")
         }
         // And before sitemaps: what reading a sitemap list found, for its report (NULL: not one).
         if (try? connection.statement("SELECT sitemap FROM lists LIMIT 0")) == nil {

@@ -76,17 +76,22 @@ final class CalendarWindows: Sendable {
     /// position changes (nil: none within a week).
     @discardableResult
     func apply(at instant: Int64, force: Bool = false) -> Int64? {
-        let (changed, schedule, position, policy) = state.withLock { state -> (Bool, WindowSchedule, WindowPosition, DownloadPolicy) in
+        // Acted on under the lock: a reload and the service at a window's edge must not hand
+        // the downloader and the spool their results in the other order (the older would stay).
+        // What is called only enqueues (the engine's inbox, the spool's queue, the event hub).
+        state.withLock { state in
             let position = state.schedule.position(at: instant, in: zone)
-            let changed = state.position?.current != position.current || state.position == nil
+            // By window, not by opening: an all-day window open on consecutive days does not
+            // change at midnight.
+            let changed = state.position == nil || state.position?.current?.window != position.current?.window
             state.position = position
-            return (changed, state.schedule, position, Self.policy(state.base, in: position.current?.window))
+            if changed || force {
+                let policy = Self.policy(state.base, in: position.current?.window)
+                downloader.update(policy: policy)
+                onChange(state.schedule, position, policy, changed)
+            }
+            return position.changesAt
         }
-        if changed || force {
-            downloader.update(policy: policy)
-            onChange(schedule, position, policy, changed)
-        }
-        return position.changesAt
     }
 
     /// Sleeps until `instant` (at most `longest`: a clock step is noticed by then), or until a

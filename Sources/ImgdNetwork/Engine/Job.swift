@@ -44,8 +44,9 @@ final class Job {
     var waiters: [FetchToken] = []
     /// The highest priority among its waiters.
     var priority: FetchPriority
-    /// The submitter whose turn it runs in (the first waiter's).
-    let submitter: SubmitterID
+    /// The submitter whose turn it runs in: the first waiter's, or, while that one's prefetches
+    /// are held (a list outside its calendar window), another waiter's that is not held.
+    var submitter: SubmitterID
     var state = State.queued
     /// Attempts started so far.
     var attempts = 0

@@ -31,6 +31,7 @@ extension TransferEngine {
         if let job = jobs[token.key] {
             counters.coalesced += 1
             job.waiters.append(token)
+            if job.state == .queued, queue.isHeld(job.submitter) { takeUnheldTurn(job) }
             if !token.mirrors.isEmpty { addSources(of: token, to: job, isFirst: false) }
             // A request for the body turns a revalidation not yet started into a plain fetch.
             if token.validators == nil, job.state == .queued { job.validators = nil }
@@ -48,6 +49,16 @@ extension TransferEngine {
         enterQueuedCount(job)
         jobs[token.key] = job
         queue.enqueue(job, priority: job.priority, submitter: job.submitter)
+    }
+
+    /// A queued job whose submitter is held (a list outside its calendar window) but which a
+    /// waiter of another, unheld submitter also waits for is queued again in that submitter's
+    /// turn: a list held to the night does not hold up a URL another list needs now. The old
+    /// entry stays behind in the held queue; whichever is taken first starts the job.
+    func takeUnheldTurn(_ job: Job) {
+        guard let other = job.waiters.first(where: { !queue.isHeld($0.submitter) })?.submitter else { return }
+        job.submitter = other
+        queue.enqueue(job, priority: job.priority, submitter: other)
     }
 
     func cancelWait(_ token: FetchToken) {

@@ -303,6 +303,10 @@ final class TransferEngine: @unchecked Sendable {
             multi?.set(CURLMOPT_MAXCONNECTS, max(32, newPolicy.maxParallel * 2))
         case .holdSubmitter(let submitter, let held):
             queue.hold(submitter, held)
+            // A queued job that another list (not held) also waits for goes on in that one's turn.
+            if held {
+                for job in jobs.values where job.state == .queued && job.submitter == submitter { takeUnheldTurn(job) }
+            }
         case .limitPrefetch(let limit):
             prefetchLimit = limit
         case .ping(let reply):

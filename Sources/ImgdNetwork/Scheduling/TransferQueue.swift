@@ -134,6 +134,9 @@ struct TransferQueue<Job: AnyObject> {
         return found
     }
 
+    /// Whether `submitter`'s prefetches are held.
+    func isHeld(_ submitter: SubmitterID) -> Bool { !held.isEmpty && held.contains(submitter) }
+
     /// Holds `submitter`'s prefetches (true) or lets them go again.
     mutating func hold(_ submitter: SubmitterID, _ isHeld: Bool) {
         if isHeld { held.insert(submitter) } else { held.remove(submitter) }
