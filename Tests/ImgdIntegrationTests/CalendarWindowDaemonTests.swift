@@ -29,7 +29,8 @@ struct CalendarWindowDaemonTests {
         try await withRunningServer { server in
             // Local time is UTC+3 here ("UTC-3" in POSIX TZ): the window's hours are local.
             let offset = 3 * 3600
-            let opens = Self.now + 5, closes = opens + 5
+            // Far enough ahead that a slow start (a loaded CI machine) still sees it closed first.
+            let opens = Self.now + 8, closes = opens + 5
             try scratch.write(
                 "imgd.toml",
                 """

@@ -32,7 +32,12 @@ struct CourtesyDaemonTests {
             // turns it on (and off again, by a reload, below).
             let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--config", config, "--courtesy-threshold", "20%"])
             defer { daemon.killIfRunning() }
-            let first = try await Self.courtesy(daemon)
+            // The loop's first reading comes once the service group runs, just after the socket answers.
+            var first: [String: Any] = [:]
+            #expect(await eventually(timeout: .seconds(10)) {
+                first = (try? await Self.courtesy(daemon)) ?? [:]
+                return !((first["files"] as? [Any]) ?? []).isEmpty
+            })
             #expect(first["enabled"] as? Bool == true && first["cap"] as? Int == 8 && first["threshold"] as? Double == 20)
             #expect((first["files"] as? [[String: Any]])?.first?["path"] as? String == pressure, "\(first)")
             // Eight held on gate a fill the slots; twelve wait on gate b.
