@@ -136,7 +136,9 @@ struct DaemonCommandHandlerTests {
             ])
             // No window tables: none in force, none coming, the setting's caps.
             #expect(status["window"] == ["name": .null, "current": .null, "next": .null, "max_parallel": 8, "max_rate": .null])
-            #expect(status["courtesy"]?["limit"] == status["courtesy"]?["cap"] && status["courtesy"]?["threshold"] == 20.0)
+            // The courtesy loop runs here on the machine's real pressure: its cap is at most max-parallel.
+            let courtesyLimit = status["courtesy"]?["limit"]?.intValue ?? 0, courtesyCap = status["courtesy"]?["cap"]?.intValue ?? 0
+            #expect(courtesyCap == 8 && (1...courtesyCap).contains(courtesyLimit) && status["courtesy"]?["threshold"] == 20.0, "\(status)")
             // Quotas per user: an empty cache charges nobody.
             #expect(status["users"] == [])
             // No ready-lists: ready at start, nothing read.
