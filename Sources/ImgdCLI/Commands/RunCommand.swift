@@ -22,7 +22,10 @@ struct RunCommand: AsyncParsableCommand, SettingOptions {
             packaged unit passes --spool /var/spool/imgd), the cache in $CACHE_DIRECTORY and \
             imgd.sock in $RUNTIME_DIRECTORY. Each \
             flag is also a top-level key of the --config file (TOML 1.0: disk-limit = "2GiB"); \
-            flags win. SIGHUP reloads the file and applies \(listed(DaemonConfig.reloadableSettingNames, "and")); \
+            flags win. The file may also hold tables, which reload with it: [host."PATTERN"] (per-host \
+            caps, headers, rates, mirrors), [window."NAME"] (calendar windows: caps by weekday and \
+            hour, lists held to their hours) and [quota."NAME"] (quotas per user). \
+            SIGHUP reloads the file and applies \(listed(DaemonConfig.reloadableSettingNames, "and")); \
             a changed \(listed(DaemonConfig.restartSettingNames, "or")) needs a restart. \
             `imgctl reload` does the same and exits 1 when the file does not load. \
             SIGTERM or SIGINT stops within 5 seconds. See Protocol.md.
