@@ -165,14 +165,7 @@ extension DaemonConfig {
             help: "avg10 percentage counted as memory pressure when PSI triggers are refused",
             show: { "\($0)" }, spell: DaemonSetting.spell(number:)
         ) { value throws(SettingError) in
-            let number: Double? = switch value {
-            case .integer(let value): Double(value)
-            case .float(let value): value
-            case .string(let text): Double(text)
-            default: nil
-            }
-            guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
-            return number
+            try DaemonSetting.percentage(value)
         },
         DaemonSetting(
             "log-level", \.logLevel, reloadable: true,
@@ -316,14 +309,7 @@ extension DaemonConfig {
                 detail: "a percentage above 0, at most 100", valueName: "PERCENT"),
             show: { DaemonSetting.spell(number: $0) + "%" }, spell: { DaemonSetting.spell(number: $0) + "%" }
         ) { value throws(SettingError) in
-            let number: Double? = switch value {
-            case .integer(let value): Double(value)
-            case .float(let value): value
-            case .string(let text): Double(text.hasSuffix("%") ? String(text.dropLast()) : text)
-            default: nil
-            }
-            guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100, such as \"20%\"") }
-            return number
+            try DaemonSetting.percentage(value)
         },
         DaemonSetting(
             "courtesy-pressure", \.courtesyPressure, reloadable: true,

@@ -77,6 +77,18 @@ public struct DaemonSetting: Sendable {
         }
     }
 
+    /// A percentage above 0, at most 100: a number, or its text with or without `%` (`"20%"`).
+    static func percentage(_ value: TOMLValue) throws(SettingError) -> Double {
+        let number: Double? = switch value {
+        case .integer(let value): Double(value)
+        case .float(let value): value
+        case .string(let text): Double(text.hasSuffix("%") ? String(text.dropLast()) : text)
+        default: nil
+        }
+        guard let number, number > 0, number <= 100 else { throw SettingError(reason: "a percentage above 0, at most 100") }
+        return number
+    }
+
     /// A size's value: `"512MiB"` or a number of bytes.
     static func byteCount(_ value: TOMLValue) throws(SettingError) -> Int {
         switch value {
