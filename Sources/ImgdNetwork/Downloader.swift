@@ -414,6 +414,14 @@ public final class Downloader: Sendable {
         engine.send(.holdSubmitter(submitter, isHeld))
     }
 
+    /// Gives `submitter` `weight` turns for every one of the other prefetch submitters, and that
+    /// many times their share of the slots when the slots are shared out (a list at risk of
+    /// missing its deadline); 1 is the equal share every submitter starts with.
+    public func weigh(_ submitter: SubmitterID, _ weight: Int) {
+        precondition(weight >= 1, "a submitter's weight is at least 1")
+        engine.send(.weighSubmitter(submitter, weight))
+    }
+
     /// Caps the prefetch transfers running at once (the courtesy loop); nil: only `max-parallel`.
     /// On-demand transfers are neither counted nor held by it.
     public func limitPrefetch(_ limit: Int?) {

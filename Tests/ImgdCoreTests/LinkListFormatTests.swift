@@ -79,6 +79,7 @@ enum LinkListFixture {
         var error: LinkListError?
         var peakBufferedBytes: Int
         var pin: Duration?
+        var readyBy: ReadyBy?
 
         /// The `.malformed` error's line and reason, or nil.
         var malformed: (line: Int, reason: String)? {
@@ -127,6 +128,7 @@ enum LinkListFixture {
         }
         outcome.peakBufferedBytes = reader.peakBufferedBytes
         outcome.pin = reader.pin
+        outcome.readyBy = reader.readyBy
         return outcome
     }
 

@@ -148,7 +148,7 @@ struct LinkListJSONTests {
         "syntax errors throw with their line, after the entries before them",
         arguments: [
             ("", 1, 0, "the file is empty"),
-            ("{\"urls\": []}", 1, 0, "expected '['"),
+            ("{\"links\": []}", 1, 0, "unknown member \"links\" in the list's object"),
             ("\"http://a.example/1.png\"", 1, 0, "expected '['"),
             ("[\"http://a.example/1.png\"\n \"http://a.example/2.png\"]", 2, 1, "expected ',' or ']' after an element, found '\"'"),
             ("[\"http://a.example/1.png\",\n\"http://a.example/2.png", 2, 1, "unterminated string"),

@@ -60,6 +60,33 @@ struct TransferQueueTests {
         #expect(drain(&queue) == ["a2", "b1", "a3", "b2", "a4"])
     }
 
+    @Test("a weighted submitter (a list at risk) takes that many jobs at its turn; the others keep theirs; weight 1 restores plain turns; on-demand ignores weights")
+    func weightedTurns() {
+        var queue = TransferQueue<Item>()
+        let late = SubmitterID(rawValue: 1), calm = SubmitterID(rawValue: 2), other = SubmitterID(rawValue: 3)
+        for index in 1...9 { queue.enqueue(Item("l\(index)"), priority: .prefetch, submitter: late) }
+        for index in 1...3 { queue.enqueue(Item("c\(index)"), priority: .prefetch, submitter: calm) }
+        for index in 1...3 { queue.enqueue(Item("o\(index)"), priority: .prefetch, submitter: other) }
+        queue.weigh(late, 3)
+        #expect(queue.weight(of: late) == 3 && queue.weight(of: calm) == 1)
+        var order: [String] = []
+        for _ in 0..<10 {
+            guard let item = queue.next(isLive: { $0.isLive }, canStart: { _ in true }) else { break }
+            order.append(item.name)
+        }
+        #expect(order == ["l1", "l2", "l3", "c1", "o1", "l4", "l5", "l6", "c2", "o2"])
+        // Back to weight 1: plain turns again.
+        queue.weigh(late, 1)
+        #expect(queue.weights.isEmpty)
+        #expect(drain(&queue) == ["l7", "c3", "o3", "l8", "l9"])
+        // On demand, weights do not apply: submitters alternate.
+        var demand = TransferQueue<Item>()
+        for index in 1...3 { demand.enqueue(Item("a\(index)"), priority: .onDemand, submitter: late) }
+        for index in 1...3 { demand.enqueue(Item("b\(index)"), priority: .onDemand, submitter: calm) }
+        demand.weigh(late, 4)
+        #expect(drain(&demand) == ["a1", "b1", "a2", "b2", "a3", "b3"])
+    }
+
     @Test("a job whose host is blocked is passed over, not lost")
     func hostBlocked() {
         var queue = TransferQueue<Item>()

@@ -7,7 +7,11 @@ struct AddCommand: ImgctlSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Queue URLs for download (returns at once; see `get` to wait for one).",
-        discussion: "Exit status 1 when the daemon rejects any URL (each is listed on stderr).")
+        discussion: """
+            Exit status 1 when the daemon rejects any URL (each is listed on stderr).
+            With --ready-by the URLs become a link list with that deadline (kept across a \
+            restart, shown by `imgctl lists`, reported in the spool's done/ or failed/).
+            """)
 
     /// `add`'s priorities.
     enum Priority: String, ExpressibleByArgument, CaseIterable {
@@ -24,6 +28,16 @@ struct AddCommand: ImgctlSubcommand {
             "Keep the images at least this long, whatever eviction wants (30m, 24h, 7d).", valueName: "duration"))
     var pin: String?
 
+    @Option(
+        name: .customLong("ready-by"),
+        help: ArgumentHelp(
+            "Make the URLs a list that must be warmed by then: 2026-12-07T05:30:00Z, or 05:30 (the next such local time).",
+            valueName: "time"))
+    var readyBy: String?
+
+    @Option(help: ArgumentHelp("The name of the list --ready-by makes (default add-UID-TIME.json).", valueName: "name"))
+    var name: String?
+
     @Argument(help: ArgumentHelp("The image URLs (http or https).", valueName: "url"))
     var urls: [String]
 
@@ -36,6 +50,7 @@ struct AddCommand: ImgctlSubcommand {
                 throw ValidationError("--pin: \(error)")
             }
         }
+        if name != nil, readyBy == nil { throw ValidationError("--name names the list --ready-by makes: give --ready-by too.") }
     }
 
     func execute(in context: ImgctlContext) throws(ImgctlError) {
@@ -43,11 +58,19 @@ struct AddCommand: ImgctlSubcommand {
         var arguments: [String: JSONValue] = ["urls": .array(urls.map(JSONValue.string))]
         if priority != .normal { arguments["priority"] = .string(priority.rawValue) }
         if let pin { arguments["pin"] = .string(pin) }
+        if let readyBy { arguments["ready_by"] = .string(readyBy) }
+        if let name { arguments["name"] = .string(name) }
         let result = try session.call("add", arguments)
         let rejected = result["rejected"]?.arrayValue ?? []
         if !session.json {
             let accepted = result["accepted"]?.intValue ?? 0
-            session.output("queued \(HumanFormat.count(accepted)) URL\(accepted == 1 ? "" : "s")")
+            let urls = "\(HumanFormat.count(accepted)) URL\(accepted == 1 ? "" : "s")"
+            if let list = result["list"]?.stringValue {
+                let deadline = result["ready_by"]?.intValue.map { HumanFormat.fromNow(milliseconds: $0) } ?? "?"
+                session.output("added list \(HumanFormat.text(list)) of \(urls), deadline \(deadline)")
+            } else {
+                session.output("queued \(urls)")
+            }
             for entry in rejected {
                 let url = entry["url"]?.stringValue ?? "?"
                 let code = entry["code"]?.stringValue ?? "?"

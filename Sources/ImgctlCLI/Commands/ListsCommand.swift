@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImgdProtocol
 
 /// `imgctl lists`: the link lists the daemon is working on or finished recently.
 struct ListsCommand: ImgctlSubcommand {
@@ -18,9 +19,11 @@ struct ListsCommand: ImgctlSubcommand {
             return
         }
         let now = context.now()
+        // The deadline column only when some list has one.
+        let deadlines = lists.contains { $0["ready_by"]?.intValue != nil }
         var table = TableRenderer(header: [
             "NAME", "STATE", "TOTAL", "CACHED", "ALREADY", "FAILED", "PENDING", "SIZE", "CLAIMED",
-        ])
+        ] + (deadlines ? ["DEADLINE"] : []))
         for list in lists {
             let count = { (key: String) in list[key]?.intValue.map(HumanFormat.count) ?? "-" }
             // A list waiting for its turn shows its place: "waiting #2"; one held to a calendar
@@ -32,8 +35,20 @@ struct ListsCommand: ImgctlSubcommand {
                 list["name"]?.stringValue ?? "?", state, count("total"), count("cached"),
                 count("already_cached"), count("failed"), count("pending"),
                 list["bytes"]?.intValue.map(HumanFormat.size) ?? "-", HumanFormat.moment(list["claimed_at"], now: now),
-            ])
+            ] + (deadlines ? [Self.deadline(of: list, now: now)] : []))
         }
         for line in table.lines() { session.output(line) }
+    }
+
+    /// A list's deadline for the table: "met", "missed", or the time left and the estimate,
+    /// "in 12m, eta in 9m", "in 2m, eta in 5m, at risk", "5m ago, late"; "-" without one.
+    static func deadline(of list: JSONValue, now: Double) -> String {
+        guard let readyBy = list["ready_by"]?.intValue else { return "-" }
+        if let met = list["deadline_met"]?.boolValue { return met ? "met" : "missed" }
+        let atRisk = list["at_risk"]?.boolValue ?? false
+        guard Double(readyBy) / 1000 > now else { return HumanFormat.moment(list["ready_by"], now: now) + ", late" }
+        var text = HumanFormat.fromNow(milliseconds: readyBy, now: now)
+        if let eta = list["eta"]?.intValue { text += ", eta " + HumanFormat.fromNow(milliseconds: eta, now: now) }
+        return atRisk ? text + ", at risk" : text
     }
 }

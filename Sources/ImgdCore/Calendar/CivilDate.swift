@@ -36,6 +36,12 @@ public struct CivilDate: Hashable, Sendable, Comparable, CustomStringConvertible
         return era * 146_097 + dayOfEra - 719_468
     }
 
+    /// How many days `month` (1…12) of `year` has.
+    public static func days(inMonth month: Int, of year: Int) -> Int {
+        let next = month == 12 ? CivilDate(year: year + 1, month: 1, day: 1) : CivilDate(year: year, month: month + 1, day: 1)
+        return next.daysSinceEpoch - CivilDate(year: year, month: month, day: 1).daysSinceEpoch
+    }
+
     /// Monday 0 … Sunday 6 (1970-01-01 was a Thursday).
     public var weekday: Int { ((daysSinceEpoch % 7) + 7 + 3) % 7 }
 

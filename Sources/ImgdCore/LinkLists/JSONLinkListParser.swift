@@ -1,3 +1,5 @@
+import ImgdBase
+
 /// Reads a JSON link list, an array of URL strings and item objects, one element at a time
 /// (RFC 8259 syntax).
 ///
@@ -10,8 +12,13 @@
 /// `false`, `null`) becomes an entry saying it is not a string, and is skipped whole, nested
 /// containers included, down to ``maximumNesting`` levels.
 ///
+/// The array may instead be the `urls` member of a wrapper object, `{"ready_by": "…", "urls": [...]}`,
+/// whose `ready_by` (``ReadyBy``, in either order) sets ``readyBy``; any other member of the
+/// wrapper, a bad `ready_by`, or a wrapper without `urls` is malformed: a deadline mistyped is
+/// said, not dropped.
+///
 /// Broken syntax throws ``LinkListError/malformed(path:line:reason:)``: a top level that is not
-/// an array, a missing comma, an unterminated string, anything after the array, invalid UTF-8.
+/// an array or a wrapper object, a missing comma, an unterminated string, anything after the array, invalid UTF-8.
 /// The check is lazy: a missing comma after an element is found by the call after the one that
 /// returned the element, so every entry before a syntax error is returned first.
 struct JSONLinkListParser {
@@ -26,12 +33,21 @@ struct JSONLinkListParser {
         case beforeElement(first: Bool)
         /// After an element: `,` or `]` must follow.
         case afterElement
-        /// After the closing `]`: only whitespace may follow.
+        /// Inside the wrapper object, where a member's name must come (`first`: or its `}`).
+        case wrapperMember(first: Bool)
+        /// After a member of the wrapper object (the `urls` array's `]` included): `,` or `}`.
+        case afterWrapperMember
+        /// After the closing `]` (or the wrapper's `}`): only whitespace may follow.
         case afterArray
         case finished
     }
 
     private var state = State.start
+    /// Whether the array is the `urls` of a wrapper object, and whether that member was read.
+    private var isWrapped = false
+    private var sawURLs = false
+    /// The wrapper object's `ready_by`, once read.
+    private(set) var readyBy: ReadyBy?
     private var string = LinkListStringBuffer()
     /// An object member's name, and an option's value (the URL goes to `string`).
     private var member = LinkListStringBuffer(limit: 64)
@@ -50,12 +66,31 @@ struct JSONLinkListParser {
                 guard let byte = try source.peek() else {
                     throw source.malformed("the file is empty: expected a JSON array of URL strings")
                 }
+                if byte == UInt8(ascii: "{") {
+                    _ = try source.next()
+                    isWrapped = true
+                    state = .wrapperMember(first: true)
+                    continue
+                }
                 guard byte == UInt8(ascii: "[") else {
                     throw source.malformed(
-                        "expected '[' (a JSON link list is an array of URL strings), found \(LinkListByteSource.describe(byte))")
+                        "expected '[' (a JSON link list is an array of URL strings, or an object with \"urls\"), found \(LinkListByteSource.describe(byte))")
                 }
                 _ = try source.next()
                 state = .beforeElement(first: true)
+            case .wrapperMember(let first):
+                try wrapperMember(first: first, from: &source)
+            case .afterWrapperMember:
+                try Self.skipWhitespace(&source)
+                switch try source.next() {
+                case UInt8(ascii: ","):
+                    state = .wrapperMember(first: false)
+                case UInt8(ascii: "}"):
+                    guard sawURLs else { throw source.malformed("the list's object has no \"urls\" array (it takes \"ready_by\" and \"urls\")") }
+                    state = .afterArray
+                case let byte:
+                    throw source.malformed("expected ',' or '}' in the list's object, found \(LinkListByteSource.describe(byte))")
+                }
             case .beforeElement(let first):
                 try Self.skipWhitespace(&source)
                 guard let byte = try source.peek() else {
@@ -64,7 +99,7 @@ struct JSONLinkListParser {
                 if byte == UInt8(ascii: "]") {
                     guard first else { throw source.malformed("expected a value after ',', found ']'") }
                     _ = try source.next()
-                    state = .afterArray
+                    state = isWrapped ? .afterWrapperMember : .afterArray
                     continue
                 }
                 state = .afterElement
@@ -76,18 +111,62 @@ struct JSONLinkListParser {
                 }
                 switch byte {
                 case UInt8(ascii: ","): state = .beforeElement(first: false)
-                case UInt8(ascii: "]"): state = .afterArray
+                case UInt8(ascii: "]"): state = isWrapped ? .afterWrapperMember : .afterArray
                 default: throw source.malformed("expected ',' or ']' after an element, found \(LinkListByteSource.describe(byte))")
                 }
             case .afterArray:
                 try Self.skipWhitespace(&source)
                 if let byte = try source.peek() {
-                    throw source.malformed("unexpected \(LinkListByteSource.describe(byte)) after the end of the array")
+                    throw source.malformed("unexpected \(LinkListByteSource.describe(byte)) after the end of the \(isWrapped ? "list's object" : "array")")
                 }
                 state = .finished
             case .finished:
                 return nil
             }
+        }
+    }
+
+    /// Reads one member of the wrapper object: `ready_by` (kept in ``readyBy``), or the start of
+    /// `urls` (the array's elements follow as the list's); anything else is malformed.
+    private mutating func wrapperMember(first: Bool, from source: inout LinkListByteSource) throws(LinkListError) {
+        try Self.skipWhitespace(&source)
+        if first, try source.peek() == UInt8(ascii: "}") {
+            throw source.malformed("the list's object is empty: it needs a \"urls\" array (and may have \"ready_by\")")
+        }
+        guard try source.peek() == UInt8(ascii: "\"") else {
+            throw source.malformed("expected a string key in the list's object, found \(LinkListByteSource.describe(try source.peek()))")
+        }
+        member.reset()
+        try Self.scanString(from: &source, into: &member)
+        let name = member.text
+        try Self.skipWhitespace(&source)
+        guard try source.next() == UInt8(ascii: ":") else { throw source.malformed("expected ':' after a key in the list's object") }
+        try Self.skipWhitespace(&source)
+        switch name {
+        case "urls":
+            guard !sawURLs else { throw source.malformed("the list's object has \"urls\" twice") }
+            guard try source.peek() == UInt8(ascii: "[") else {
+                throw source.malformed("\"urls\" must be an array of URL strings and objects, found \(LinkListByteSource.describe(try source.peek()))")
+            }
+            _ = try source.next()
+            sawURLs = true
+            state = .beforeElement(first: true)
+        case "ready_by":
+            guard try source.peek() == UInt8(ascii: "\"") else {
+                throw source.malformed("bad ready_by: not a string such as \"2026-12-07T05:30:00Z\" or \"05:30\"")
+            }
+            value.reset()
+            try Self.scanString(from: &source, into: &value)
+            guard let text = value.text else { throw source.malformed("bad ready_by: not a short UTF-8 string") }
+            do {
+                readyBy = try ReadyBy(parsing: text)
+            } catch {
+                throw source.malformed("bad ready_by: \(error)")
+            }
+            state = .afterWrapperMember
+        default:
+            let shown = name.map { EchoedText.escape($0, limit: 64) } ?? "(not UTF-8, or over 64 bytes)"
+            throw source.malformed("unknown member \"\(shown)\" in the list's object: it takes \"ready_by\" and \"urls\"")
         }
     }
 

@@ -12,7 +12,9 @@ import Glibc
 ///   than ``ImageURL/maximumLength`` is an entry carrying the error. A header comment
 ///   `# pin: 24h` before the first URL line sets ``pin``.
 /// - **JSON** (`.json`): an array of strings, `["https://a.example/1.png", …]`, and objects,
-///   `{"url": "…", "key": "…", "sha256": "…", "pin": "24h", "priority": "high"}`. Each string
+///   `{"url": "…", "key": "…", "sha256": "…", "pin": "24h", "priority": "high"}`; or that array
+///   as the `urls` of a wrapper object saying when the list must be ready,
+///   `{"ready_by": "2026-12-07T05:30:00Z", "urls": […]}` (``readyBy``). Each string
 ///   (each object's `url`) is decoded and judged like a text line, an object's other members
 ///   become the entry's ``LinkListEntry/options``; any other value is an entry saying it is not
 ///   a URL.
@@ -41,6 +43,10 @@ public struct LinkListReader: ~Copyable {
     public private(set) var pin: Duration?
     /// A text list's `# refresh:` header (``RefreshRule``), read as ``pin`` is.
     public private(set) var refresh: RefreshRule?
+    /// When the list must be warmed by: a text list's `# ready-by:` header (read as ``pin`` is),
+    /// or a JSON list's wrapper object's `ready_by` (known once the member has been read: it may
+    /// follow the `urls`, so look after the last entry).
+    public private(set) var readyBy: ReadyBy?
 
     private enum Parser {
         case text(TextLinkListParser)
@@ -160,6 +166,7 @@ public struct LinkListReader: ~Copyable {
                 defer {
                     pin = text.pin
                     refresh = text.refresh
+                    readyBy = text.readyBy
                     parser = .text(text)
                 }
                 return try text.next(from: &source)
@@ -167,6 +174,7 @@ public struct LinkListReader: ~Copyable {
                 parser = .busy
                 defer {
                     peakScratchBytes = max(peakScratchBytes, json.scratchCapacity)
+                    readyBy = json.readyBy
                     parser = .json(json)
                 }
                 return try json.next(from: &source)

@@ -9,7 +9,8 @@
 /// Comment lines before the first URL line form the header. A header line `# pin: 24h` (the key
 /// in any case, the value as ``Swift/Duration/parsing(_:)`` reads it) sets ``pin``; a later one
 /// overrides an earlier one, and after the first URL line such lines are ordinary comments.
-/// `# refresh: 1d` (or `off`, `respect-headers`: ``RefreshRule``) sets ``refresh`` the same way.
+/// `# refresh: 1d` (or `off`, `respect-headers`: ``RefreshRule``) sets ``refresh`` the same way,
+/// and `# ready-by: 2026-12-07T05:30:00Z` (or `05:30`: ``ReadyBy``) sets ``readyBy``.
 struct TextLinkListParser {
     /// The most bytes of one line the source must keep across a read: a line's content up to
     /// the cap, a byte order mark, and one byte more, to know a line is over the cap.
@@ -19,6 +20,8 @@ struct TextLinkListParser {
     private(set) var pin: Duration?
     /// The `# refresh:` header's rule, once the header has been read.
     private(set) var refresh: RefreshRule?
+    /// The `# ready-by:` header's deadline, once the header has been read.
+    private(set) var readyBy: ReadyBy?
     private var lineNumber = 0
     /// True until the first line that is not blank or a comment.
     private var inHeader = true
@@ -173,6 +176,12 @@ struct TextLinkListParser {
                     refresh = try RefreshRule(parsing: value)
                 } catch {
                     throw source.malformed("bad '# refresh:' header: \(error)", line: lineNumber)
+                }
+            } else if inHeader, let value = Self.headerValue(named: "ready-by", inComment: bytes.dropFirst()) {
+                do {
+                    readyBy = try ReadyBy(parsing: value)
+                } catch {
+                    throw source.malformed("bad '# ready-by:' header: \(error)", line: lineNumber)
                 }
             }
             return nil

@@ -12,6 +12,11 @@ extension DaemonCommands {
             throw .invalidArgument(
                 field: "urls", reason: "\(count) URLs, over the limit of \(config.maxAddURLs) in one add (max-add-urls); send them in several")
         }
+        // With a deadline the URLs become a list (``AddedList``); `name` names that list.
+        if let readyBy = try request.optionalString("ready_by") { return try await addList(readyBy: readyBy, config: config) }
+        if request.value("name") != nil {
+            throw .invalidArgument(field: "name", reason: "names the list an add with ready_by makes: give ready_by too, or leave name out")
+        }
         let items = try addItems()
         let priority = try request.choice("priority", of: ["high", "normal"], default: "normal")
         let pin = try pinDuration()
@@ -62,6 +67,64 @@ extension DaemonCommands {
         if pin != nil || !pins.isEmpty { await services.pins.flushed() }
         logChange("add: \(requests.count) URLs queued")
         return ["accepted": JSONValue(requests.count), "rejected": .array(rejected)]
+    }
+
+    /// `add` with `ready_by`: the URLs become a list with that deadline, owned by the peer,
+    /// kept across a restart and reported like a dropped one. Bad items are rejected in the
+    /// reply and recorded as failed lines of the list (so its report has them too).
+    private func addList(readyBy text: String, config: DaemonConfig) async throws(ControlError) -> JSONValue {
+        let now = WallClock.nowMilliseconds()
+        let deadline: Int
+        do {
+            deadline = Int(try ReadyBy(parsing: text).deadline(afterMilliseconds: Int64(now), in: SystemLocalZone()))
+        } catch {
+            throw .invalidArgument(field: "ready_by", reason: "\(error)")
+        }
+        let uid = request.peer.uid
+        var name = try request.optionalString("name") ?? "add-\(uid)-\(Self.compactTime(now))"
+        if let problem = AddedList.problem(withName: name) { throw .invalidArgument(field: "name", reason: problem) }
+        if !name.hasSuffix(".json") { name += ".json" }
+        let items = try addItems()
+        let isHigh = try request.choice("priority", of: ["high", "normal"], default: "normal") == "high"
+        let pin = try pinDuration()
+        let refresh = try refreshRule()
+        var rejected: [JSONValue] = []
+        var entries: [(text: String, item: AddedList.Item)] = []
+        entries.reserveCapacity(items.count)
+        for (text, options) in items {
+            let parsed: AddedList.Item
+            switch options {
+            case .success(var options):
+                do {
+                    if isHigh { options.isHighPriority = true }
+                    parsed = .url(try ImageURL(text), options)
+                } catch {
+                    parsed = .bad("\(error)")
+                }
+            case .failure(let reason):
+                parsed = .bad("\(ImageURLError.malformed(text, reason: reason.description))")
+            }
+            if case .bad(let message) = parsed {
+                rejected.append(["url": .string(text), "code": .string(FailureCode.badURL.rawValue), "message": .string(message)])
+            }
+            entries.append((text, parsed))
+        }
+        // The list's file: the `urls` as given, with the deadline as an instant.
+        let file: JSONValue = ["ready_by": .string(URLExpiry.iso8601(milliseconds: deadline)), "urls": request.value("urls") ?? .array([])]
+        let added = AddedList(
+            name: name, owner: uid, items: entries, file: Array((file.jsonText + "\n").utf8), readyBy: deadline, pinMilliseconds: pin,
+            refresh: refresh)
+        let record = try await services.spool.add(added)
+        logChange("add: list \(EchoedText.cut(record.name)) of \(entries.count) URLs, ready by \(URLExpiry.iso8601(milliseconds: deadline))")
+        return [
+            "accepted": JSONValue(entries.count - rejected.count), "rejected": .array(rejected), "list": .string(record.name),
+            "ready_by": JSONValue(deadline),
+        ]
+    }
+
+    /// `20261207T053000Z`: a name's time, in UTC.
+    static func compactTime(_ milliseconds: Int) -> String {
+        URLExpiry.iso8601(milliseconds: milliseconds).filter { $0 != "-" && $0 != ":" }
     }
 
     /// `add`'s `urls`: each a URL string, or an object with `url` and the options of an object

@@ -166,6 +166,16 @@ extension DaemonCommands {
         // Only a list waiting for its turn has a place in the queue.
         if let position = record.position { object["position"] = JSONValue(position) }
         if !record.heldFor.isEmpty { object["window"] = JSONValue(record.heldFor) }
+        // A deadline: when; while warmed, the estimate; once finished, whether it was met.
+        if let readyBy = record.readyBy {
+            object["ready_by"] = JSONValue(readyBy)
+            if let met = record.deadlineMet {
+                object["deadline_met"] = .bool(met)
+            } else {
+                object["eta"] = record.estimate?.eta.map { JSONValue($0) } ?? .null
+                object["at_risk"] = .bool(record.estimate?.atRisk ?? (WallClock.nowMilliseconds() >= readyBy))
+            }
+        }
         return .object(object)
     }
 }

@@ -11,7 +11,7 @@ import NIOCore
 public final class EventHub: Sendable {
     /// The events the daemon publishes (Protocol.md, *Events*).
     public static let defaultEventNames = [
-        "fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure", "revalidated", "window",
+        "fetched", "failed", "evicted", "list_claimed", "list_done", "memory_pressure", "revalidated", "window", "at_risk", "on_track",
     ]
 
     /// The names that may be published and subscribed to, in the order `subscribe` lists them.

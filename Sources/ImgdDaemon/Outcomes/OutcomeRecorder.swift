@@ -63,9 +63,20 @@ final class OutcomeRecorder: Sendable {
         case .listClaimed(let name, let total):
             events.publish("list_claimed", data: ["name": .string(name), "total": JSONValue(total)])
         case .listDone(let record):
-            events.publish("list_done", data: [
+            var data: [String: JSONValue] = [
                 "name": .string(record.name), "state": .string(record.state.rawValue), "cached": JSONValue(record.cached),
                 "already_cached": JSONValue(record.alreadyCached), "failed": JSONValue(record.failed),
+            ]
+            if let readyBy = record.readyBy, let met = record.deadlineMet {
+                data["ready_by"] = JSONValue(readyBy)
+                data["deadline_met"] = .bool(met)
+            }
+            events.publish("list_done", data: .object(data))
+        case .deadline(let name, let readyBy, let estimate):
+            events.publish(estimate.atRisk ? "at_risk" : "on_track", data: [
+                "name": .string(name), "ready_by": JSONValue(readyBy), "eta": estimate.eta.map { JSONValue($0) } ?? .null,
+                "remaining": JSONValue(estimate.remaining),
+                "rate": estimate.rate.map { JSONValue(($0 * 100).rounded() / 100) } ?? .null,
             ])
         case .fetched(let url, let bytes, let format, let servedBy):
             fetched(url: url, bytes: bytes, format: format, servedBy: servedBy)

@@ -49,9 +49,9 @@ actor ListClaimer {
 
     // Not private: used by ListClaimer+Refusal.
     let folders: SpoolFolders
-    private let store: ListStore
+    let store: ListStore
     let reports: ListReportWriter
-    private let pruner: ListPruner
+    let pruner: ListPruner
     let logger: Logger
     let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
@@ -264,6 +264,12 @@ actor ListClaimer {
         do {
             reading = try recordLines(&reader, list: record.id, maxLines: limits.maxListLines, walk: &walk, total: &total)
             if reading != .stopped, let summary = walk.summary { try store.setSitemapSummary(list: record.id, summary) }
+            // A JSON list's `ready_by` may follow its URLs: known once the reading is done. A
+            // time of day is the next one after the claim, in the daemon's zone.
+            if reading != .stopped, let readyBy = reader.readyBy {
+                try store.setReadyBy(
+                    list: record.id, milliseconds: Int(readyBy.deadline(afterMilliseconds: Int64(record.claimedAt), in: SystemLocalZone())))
+            }
         } catch {
             abandon(record)
             claimLater(entry, because: error)
@@ -336,7 +342,7 @@ actor ListClaimer {
     /// spool; read again, after waits that double from 1 s to ``longestClaimRetrySeconds``, while
     /// the state database fails, since the list is in `.claimed/` and nothing else would start it
     /// before a restart.
-    private func handOver(_ record: ListRecord, cancelled: Bool, attempts: Int = 0) {
+    func handOver(_ record: ListRecord, cancelled: Bool, attempts: Int = 0) {
         // Stopped: it is active in the database and in `.claimed/`, and the next start resumes it.
         guard !isStopping else { return }
         do {
@@ -379,7 +385,7 @@ actor ListClaimer {
 
     /// Drops a claim that did not complete; its rows go with the next prune. If the state
     /// database refuses, the half-made claim stays, harmless: the next start drops it.
-    private func abandon(_ record: ListRecord) {
+    func abandon(_ record: ListRecord) {
         do {
             try store.abandonClaim(list: record.id)
         } catch {

@@ -54,11 +54,23 @@ public struct ListRecord: Sendable, Equatable {
     /// Its `# refresh:` header: when its cached images are due for revalidation, over the
     /// daemon's `refresh`; nil when it has none.
     public var refresh: RefreshRule? = nil
+    /// When it must be warmed by (its `# ready-by:`, its JSON object's `ready_by`, or `add`'s),
+    /// in wall-clock milliseconds; nil when it has no deadline.
+    public var readyBy: Int? = nil
     /// Its place among the lists waiting for their turn (1 starts next) when ``state`` is
     /// ``ListState/waiting``; nil otherwise. Not stored.
     public var position: Int? = nil
     /// The calendar windows it waits for when ``state`` is ``ListState/held``. Not stored.
     public var heldFor: [String] = []
+    /// How a list with a deadline stands while it is warmed (``DeadlineEstimate``). Not stored.
+    public var estimate: DeadlineEstimate? = nil
+
+    /// Whether it finished by its deadline, every URL settled (cached, or failed: failures are
+    /// counted apart) and not cancelled; nil while unfinished or without a deadline.
+    public var deadlineMet: Bool? {
+        guard let readyBy, state.isFinished, let finishedAt else { return nil }
+        return state != .cancelled && finishedAt <= readyBy
+    }
 
     /// The uid in whose namespace its items' chosen keys live (``CacheKey/init(chosen:owner:)``):
     /// its owner's, or, for a list claimed before owners were recorded, `UInt32.max`, which no

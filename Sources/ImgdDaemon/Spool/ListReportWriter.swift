@@ -66,6 +66,10 @@ struct ListReportWriter: Sendable {
             json.int(record.cached)
             json.raw(",\n  \"claimed_at\": ")
             json.string(Self.rfc3339(record.claimedAt))
+            if let met = record.deadlineMet {
+                json.raw(",\n  \"deadline_met\": ")
+                json.raw(met ? "true" : "false")
+            }
             json.raw(",\n  \"duration_s\": ")
             json.raw("\(Double(finishedAt - record.claimedAt) / 1000)")
             if let expired = failureCounts[FailureCode.urlExpired.rawValue], expired > 0 {
@@ -94,6 +98,10 @@ struct ListReportWriter: Sendable {
             json.string(Self.rfc3339(finishedAt))
             json.raw(",\n  \"name\": ")
             json.string(record.name, limit: Self.echoLimit)
+            if let readyBy = record.readyBy {
+                json.raw(",\n  \"ready_by\": ")
+                json.string(Self.rfc3339(readyBy))
+            }
             // Only when a mirror served some URL: a list without mirrors reports as before.
             if !mirrored.isEmpty {
                 json.raw(",\n  \"served_by_mirror\": [")

@@ -143,6 +143,18 @@ extension ListStore {
         }
     }
 
+    /// Sets when the list must be warmed by (wall-clock milliseconds): its `# ready-by:`, its
+    /// JSON object's `ready_by`, or `add`'s.
+    public func setReadyBy(list: Int, milliseconds: Int) throws(SQLiteError) {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement("UPDATE lists SET ready_by_ms = ?2 WHERE id = ?1")
+            defer { statement.reset() }
+            statement.bind(1, list)
+            statement.bind(2, milliseconds)
+            try statement.step()
+        }
+    }
+
     /// The list's file is in `.claimed/`: it is active from now on.
     public func finishClaim(list: Int) throws(SQLiteError) {
         try setState(list, .active)

@@ -8,7 +8,7 @@ extension ListStore {
         try connection.withLock { connection throws(SQLiteError) in
             let statement = try connection.statement("""
                 SELECT id, name, claimed_file, format, state, pin_ms, total, pending, cached, already_cached, failed,
-                    bytes, claimed_at, finished_at, finished_file, owner, refresh FROM lists
+                    bytes, claimed_at, finished_at, finished_file, owner, refresh, ready_by_ms FROM lists
                 WHERE state IN ('claiming', 'active') OR id IN (
                     SELECT id FROM lists WHERE state NOT IN ('claiming', 'active') ORDER BY id DESC LIMIT ?1)
                 ORDER BY id DESC
@@ -24,7 +24,8 @@ extension ListStore {
                     cached: statement.int(8), alreadyCached: statement.int(9), failed: statement.int(10),
                     bytes: statement.int(11), claimedAt: statement.int(12), finishedAt: statement.optionalInt(13),
                     finishedFile: statement.string(14), owner: statement.optionalInt(15).flatMap { UInt32(exactly: $0) },
-                    refresh: statement.string(16).flatMap { try? RefreshRule(parsing: $0) }))
+                    refresh: statement.string(16).flatMap { try? RefreshRule(parsing: $0) },
+                    readyBy: statement.optionalInt(17)))
             }
             return found
         }

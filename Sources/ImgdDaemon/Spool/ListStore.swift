@@ -46,7 +46,8 @@ public final class ListStore: Sendable {
             finished_file TEXT,
             owner INTEGER,
             refresh TEXT,
-            sitemap TEXT
+            sitemap TEXT,
+            ready_by_ms INTEGER
         );
         CREATE TABLE IF NOT EXISTS list_urls (
             list_id INTEGER NOT NULL,
@@ -141,6 +142,10 @@ public final class ListStore: Sendable {
         // And before sitemaps: what reading a sitemap list found, for its report (NULL: not one).
         if (try? connection.statement("SELECT sitemap FROM lists LIMIT 0")) == nil {
             try connection.execute("ALTER TABLE lists ADD COLUMN sitemap TEXT")
+        }
+        // And before deadlines: when the list must be warmed by (NULL: no deadline).
+        if (try? connection.statement("SELECT ready_by_ms FROM lists LIMIT 0")) == nil {
+            try connection.execute("ALTER TABLE lists ADD COLUMN ready_by_ms INTEGER")
         }
         // The high-priority items still pending, read before the rest: a partial index, so a
         // list without any costs nothing.

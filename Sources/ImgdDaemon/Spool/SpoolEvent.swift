@@ -9,6 +9,9 @@ public enum SpoolEvent: Sendable, Equatable {
     case fetched(url: String, bytes: Int, format: String, servedBy: String? = nil)
     /// A URL of a list failed.
     case failed(url: String, code: String, message: String)
+    /// A list's estimated finish passed its deadline (`atRisk`), or came back before it with
+    /// room to spare (not `atRisk`): ``DeadlineTracker``.
+    case deadline(name: String, readyBy: Int, estimate: DeadlineEstimate)
     /// A file in the spool was refused (not a regular file, unreadable).
     case refused(name: String, reason: String)
 }

@@ -151,17 +151,18 @@ extension SpoolService {
     /// `records` with those waiting for their turn in state `waiting` and their position (the
     /// database has them `active`: claimed, to be warmed).
     nonisolated func markWaiting(_ records: [ListRecord]) -> [ListRecord] {
-        let (positions, paused, gate) = turns.withLock { turns in
+        let (positions, paused, gate, estimates) = turns.withLock { turns in
             // Positions count the lists that may start: a held one has none.
             var positions: [Int: Int] = [:]
             for record in turns.waiting where turns.gate.holding(record.name).isEmpty { positions[record.id] = positions.count + 1 }
             for record in turns.waiting where positions[record.id] == nil { positions[record.id] = 0 }
-            return (positions, turns.paused, turns.gate)
+            return (positions, turns.paused, turns.gate, turns.estimates)
         }
-        guard !positions.isEmpty || !paused.isEmpty else { return records }
+        guard !positions.isEmpty || !paused.isEmpty || !estimates.isEmpty else { return records }
         return records.map { record in
             guard !record.state.isFinished else { return record }
             var marked = record
+            marked.estimate = estimates[record.id]
             if paused.contains(record.id) {
                 marked.state = .held
                 marked.heldFor = gate.holding(record.name)

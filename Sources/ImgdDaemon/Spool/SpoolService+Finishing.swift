@@ -75,6 +75,7 @@ extension SpoolService {
         // Lists beyond the kept ones leave the database, off this queue.
         pruner.schedule()
         runs[id] = nil
+        stopFollowingDeadline(of: run)
         if run.tookTurn { turns.withLock { $0.warmed -= 1 } }
         if run.paused {
             turns.withLock { _ = $0.paused.remove(id) }

@@ -44,9 +44,10 @@ extension SpoolService {
     /// warmed (one finished or was cancelled, or a reload raised the cap). Their first windows
     /// are read by a pump enqueued behind this one, not inside a pump or a finish in progress.
     ///
-    /// The turn goes to the first waiting list of the owner with the fewest lists being warmed
-    /// (claim order among equals): one member's thousand lists, dropped first, take the turns
-    /// as they come free only while no other member's list waits.
+    /// The turn goes to the waiting list with the soonest deadline still to come; among lists
+    /// without one, to the first of the owner with the fewest lists being warmed (claim order
+    /// among equals): one member's thousand lists, dropped first, take the turns as they come
+    /// free only while no other member's list waits.
     func startWaiting() {
         guard !stopping else { return }
         let cap = warming.activeLists
@@ -70,13 +71,20 @@ extension SpoolService {
         }
         var warmedBy: [UInt32: Int] = [:]
         for run in runs.values where run.tookTurn && !run.cancelled { warmedBy[run.keyOwner, default: 0] += 1 }
+        let now = WallClock.nowMilliseconds()
         while let record = turns.withLock({ [warmedBy] turns -> ListRecord? in
             guard turns.warmed < cap else { return nil }
-            // Among the lists not held to a closed window.
+            // Among the lists not held to a closed window: the one whose deadline (still to come)
+            // is soonest, then the others by their owner's warmed lists.
             var next: Int?
             for (index, waiting) in turns.waiting.enumerated() where turns.gate.holding(waiting.name).isEmpty {
-                if let chosen = next, warmedBy[waiting.keyOwner, default: 0] >= warmedBy[turns.waiting[chosen].keyOwner, default: 0] {
-                    continue
+                if let chosen = next {
+                    let (deadline, chosenDeadline) = (Self.comingDeadline(waiting, now: now), Self.comingDeadline(turns.waiting[chosen], now: now))
+                    if deadline != chosenDeadline {
+                        if deadline >= chosenDeadline { continue }
+                    } else if warmedBy[waiting.keyOwner, default: 0] >= warmedBy[turns.waiting[chosen].keyOwner, default: 0] {
+                        continue
+                    }
                 }
                 next = index
             }
@@ -90,6 +98,13 @@ extension SpoolService {
             started = true
         }
         if started { onExecutor { $0.pump() } }
+    }
+
+    /// A waiting list's deadline when it is still to come, else `Int.max` (none, or passed: a
+    /// list cannot jump the turns with a deadline that can no longer be met).
+    static func comingDeadline(_ record: ListRecord, now: Int) -> Int {
+        guard let readyBy = record.readyBy, readyBy > now else { return .max }
+        return readyBy
     }
 
     /// The calendar windows open now changed: lists held to a window that closed pause (their
@@ -121,6 +136,7 @@ extension SpoolService {
         runs[record.id] = ListRun(
             id: record.id, name: record.name, submitter: downloader.makeSubmitter(), pinMilliseconds: record.pinMilliseconds,
             keyOwner: record.keyOwner, refresh: record.refresh, exhausted: cancelled, cancelled: cancelled, tookTurn: !cancelled)
+        followDeadline(of: record)
         finishIfDone(record.id)
     }
 
@@ -244,6 +260,7 @@ extension SpoolService {
         if runs[id]!.inFlight[url.normalized]!.isEmpty { runs[id]!.inFlight[url.normalized] = nil }
         runs[id]!.outstanding -= 1
         runs[id]!.outstandingBytes -= url.normalized.utf8.count
+        runs[id]!.deadline?.settle()
         let run = runs[id]!
         switch result {
         case .success(let image):

@@ -82,6 +82,8 @@ public actor SpoolService {
         var gate = ListWindowGate.none
         /// Lists in `runs` paused by their window's close (no turn; their queued URLs held).
         var paused: Set<Int> = []
+        /// How the lists with a deadline being warmed stand (``DeadlineTracker``), for `lists`.
+        var estimates: [Int: DeadlineEstimate] = [:]
 
         /// The first waiting list that may take a turn now (not held to a closed window).
         var hasStartableWaiting: Bool { waiting.contains { gate.holding($0.name).isEmpty } }
@@ -90,6 +92,9 @@ public actor SpoolService {
     var pins: [(key: CacheKey, until: Int)] = []
     var flushScheduled = false
     var stopping = false
+    /// Whether a look at the deadlines is due (``checkDeadlines()``, every second while a list
+    /// with one is warmed).
+    var deadlineCheckScheduled = false
     /// Failures of the state database (or of the index's pins) not yet overcome, and the retry.
     var stateTrouble = StateTrouble()
     /// Whether names the watcher reports go to the claimer: not before the lists of the last run
@@ -131,6 +136,12 @@ public actor SpoolService {
         var tookTurn = true
         /// Paused: its calendar window closed while it was warmed (see ``Turns/paused``).
         var paused = false
+        /// Its deadline's estimate, when it has one, and the URLs pending when its run began
+        /// (what is left is that less those settled since).
+        var deadline: DeadlineTracker? = nil
+        var pendingAtStart = 0
+        /// The weight its submitter was last given (``DeadlineTracker/weight(now:)``).
+        var weight = 1
         /// Its final state and time, once a finish was first tried (kept for a retry of it).
         var finishing: (state: ListState, at: Int)?
     }

@@ -161,7 +161,8 @@ extension TransferEngine {
 
     /// One list cannot hold every slot for long while another waits: when all slots are taken
     /// and a list with queued work runs fewer than its fair share (the slots divided among the
-    /// lists with work), a transfer of a list above its share that has run longer than
+    /// lists with work, in proportion to their weights: a list at risk of missing its deadline
+    /// weighs more), a transfer of a list above its share that has run longer than
     /// `policy.fairShareGrace` gives way to it — on the waiting job's host when that host is at
     /// its cap. A job gives way for fairness once at most: a large slow body is not restarted
     /// forever. One hand-over per check, every 250 ms at most. A URL the address policy refuses
@@ -176,15 +177,21 @@ extension TransferEngine {
         for transfer in running.values where transfer.job.priority == .prefetch {
             runningBySubmitter[transfer.job.submitter, default: 0] += 1
         }
-        let share = max(1, prefetchSlots / Set(runningBySubmitter.keys).union(waiting).count)
+        // Each list's share is in proportion to its weight (1, or more for a list at risk of
+        // missing its deadline).
+        let sharing = Set(runningBySubmitter.keys).union(waiting)
+        let totalWeight = queue.weights.isEmpty ? sharing.count : sharing.reduce(0) { $0 + queue.weight(of: $1) }
+        func share(of submitter: SubmitterID) -> Int { max(1, prefetchSlots * queue.weight(of: submitter) / totalWeight) }
         let candidates = running.values.filter {
             $0.job.priority == .prefetch && $0.job.preemptions == 0
-                && runningBySubmitter[$0.job.submitter, default: 0] > share
+                && runningBySubmitter[$0.job.submitter, default: 0] > share(of: $0.job.submitter)
                 && now - $0.startedAt >= policy.fairShareGrace
         }
         guard !candidates.isEmpty else { return }
         let candidateHosts = Set(candidates.map { $0.target.hostKey })
-        for submitter in waiting where runningBySubmitter[submitter, default: 0] < share {
+        // The heaviest first: a list at risk takes a slot given up before one on an equal share.
+        let byWeight = queue.weights.isEmpty ? waiting : waiting.sorted { queue.weight(of: $0) > queue.weight(of: $1) }
+        for submitter in byWeight where runningBySubmitter[submitter, default: 0] < share(of: submitter) {
             let job = queue.next(
                 priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
                 canStart: {

@@ -40,6 +40,9 @@ final class TransferEngine: @unchecked Sendable {
         /// Holds a submitter's queued prefetches (true) or lets them start again (false): a list
         /// outside its calendar window. Its running transfers finish; on-demand jobs never wait.
         case holdSubmitter(SubmitterID, Bool)
+        /// Gives a submitter that many turns at the prefetch level for each of the others', and
+        /// that many shares of the slots (1: an equal share).
+        case weighSubmitter(SubmitterID, Int)
         /// Caps the prefetch transfers running at once below `maxParallel` (the courtesy loop);
         /// nil lifts the cap. On-demand transfers are not counted and never held by it.
         case limitPrefetch(Int?)
@@ -307,6 +310,8 @@ final class TransferEngine: @unchecked Sendable {
             if held {
                 for job in jobs.values where job.state == .queued && job.submitter == submitter { takeUnheldTurn(job) }
             }
+        case .weighSubmitter(let submitter, let weight):
+            queue.weigh(submitter, weight)
         case .limitPrefetch(let limit):
             prefetchLimit = limit
         case .ping(let reply):

@@ -3,7 +3,9 @@ import DequeModule
 /// The jobs waiting for a transfer slot, in the order they should start.
 ///
 /// Two rules decide the order: a higher ``FetchPriority`` always goes first; within a priority,
-/// submitters take turns (round-robin), each in its own FIFO order. A job whose host is at its
+/// submitters take turns (round-robin), each in its own FIFO order. A prefetch submitter given a
+/// weight above 1 (``weigh(_:_:)``: a list at risk of missing its deadline) takes that many jobs
+/// in a row at its turn. A job whose host is at its
 /// cap (or backing off after a `Retry-After`) is passed over for one that can start, looking at
 /// most ``scanWindow`` jobs deep into each submitter's queue so a blocked host costs bounded work.
 ///
@@ -18,6 +20,8 @@ struct TransferQueue<Job: AnyObject> {
         /// Submitters with queued jobs, in turn order; `cursor` is whose turn is next.
         var order: [SubmitterID] = []
         var cursor = 0
+        /// Jobs the submitter at `cursor` has taken in its turn so far (a weighted one takes more).
+        var streak = 0
 
         mutating func insert(_ job: Job, submitter: SubmitterID, atFront: Bool) {
             if queues[submitter] == nil {
@@ -30,7 +34,9 @@ struct TransferQueue<Job: AnyObject> {
             if atFront { queues[submitter]!.prepend(job) } else { queues[submitter]!.append(job) }
         }
 
-        mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool, held: Set<SubmitterID>, dropped: inout Int) -> Job? {
+        mutating func next(
+            isLive: (Job) -> Bool, canStart: (Job) -> Bool, held: Set<SubmitterID>, weights: [SubmitterID: Int], dropped: inout Int
+        ) -> Job? {
             var turnsLeft = order.count
             while turnsLeft > 0, !order.isEmpty {
                 turnsLeft -= 1
@@ -38,14 +44,19 @@ struct TransferQueue<Job: AnyObject> {
                 let submitter = order[cursor]
                 if !held.isEmpty, held.contains(submitter) {
                     cursor += 1
+                    streak = 0
                     continue
                 }
                 let found = take(from: submitter, isLive: isLive, canStart: canStart, dropped: &dropped)
                 if queues[submitter]!.isEmpty {
                     queues[submitter] = nil
                     order.remove(at: cursor)  // the next submitter slides into the cursor's place
+                    streak = 0
+                } else if found != nil, !weights.isEmpty, streak + 1 < weights[submitter, default: 1] {
+                    streak += 1  // a weighted submitter keeps the turn for its next job
                 } else {
                     cursor += 1
+                    streak = 0
                 }
                 if let found { return found }
             }
@@ -61,7 +72,7 @@ struct TransferQueue<Job: AnyObject> {
             if queues[submitter]!.isEmpty, let index = order.firstIndex(of: submitter) {
                 queues[submitter] = nil
                 order.remove(at: index)
-                if index < cursor { cursor -= 1 }
+                if index < cursor { cursor -= 1 } else if index == cursor { streak = 0 }
             }
             return found
         }
@@ -93,6 +104,8 @@ struct TransferQueue<Job: AnyObject> {
     /// Submitters whose prefetches wait (a list outside its calendar window): passed over at
     /// the prefetch level, never at the on-demand one (a `get` that joined such a job goes).
     private(set) var held: Set<SubmitterID> = []
+    /// Prefetch submitters weighing more than 1 (``weigh(_:_:)``); empty in the common case.
+    private(set) var weights: [SubmitterID: Int] = [:]
     /// Entries in all deques, dead ones included until dropped.
     private(set) var entryCount = 0
 
@@ -112,7 +125,9 @@ struct TransferQueue<Job: AnyObject> {
     ///   - canStart: false when the job's host has no free slot right now.
     mutating func next(isLive: (Job) -> Bool, canStart: (Job) -> Bool) -> Job? {
         for index in levels.indices.reversed() {
-            if let job = levels[index].next(isLive: isLive, canStart: canStart, held: heldAt(index), dropped: &entryCount) {
+            if let job = levels[index].next(
+                isLive: isLive, canStart: canStart, held: heldAt(index), weights: weightsAt(index), dropped: &entryCount)
+            {
                 entryCount -= 1
                 return job
             }
@@ -128,7 +143,9 @@ struct TransferQueue<Job: AnyObject> {
         let found = if let submitter {
             levels[priority.rawValue].next(of: submitter, isLive: isLive, canStart: canStart, dropped: &entryCount)
         } else {
-            levels[priority.rawValue].next(isLive: isLive, canStart: canStart, held: heldAt(priority.rawValue), dropped: &entryCount)
+            levels[priority.rawValue].next(
+                isLive: isLive, canStart: canStart, held: heldAt(priority.rawValue), weights: weightsAt(priority.rawValue),
+                dropped: &entryCount)
         }
         if found != nil { entryCount -= 1 }
         return found
@@ -140,6 +157,19 @@ struct TransferQueue<Job: AnyObject> {
     /// Holds `submitter`'s prefetches (true) or lets them go again.
     mutating func hold(_ submitter: SubmitterID, _ isHeld: Bool) {
         if isHeld { held.insert(submitter) } else { held.remove(submitter) }
+    }
+
+    /// Gives `submitter` `weight` prefetch jobs in a row at each of its turns (1: one, as every
+    /// submitter has until weighed).
+    mutating func weigh(_ submitter: SubmitterID, _ weight: Int) {
+        if weight > 1 { weights[submitter] = weight } else { weights[submitter] = nil }
+    }
+
+    /// `submitter`'s weight (1 unless weighed).
+    func weight(of submitter: SubmitterID) -> Int { weights.isEmpty ? 1 : weights[submitter, default: 1] }
+
+    private func weightsAt(_ level: Int) -> [SubmitterID: Int] {
+        level == FetchPriority.prefetch.rawValue ? weights : [:]
     }
 
     private func heldAt(_ level: Int) -> Set<SubmitterID> {
