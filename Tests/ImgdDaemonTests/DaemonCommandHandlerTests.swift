@@ -124,7 +124,7 @@ struct DaemonCommandHandlerTests {
         try await Self.withFixture { fixture in
             let hello = try await fixture.object("hello")
             #expect(hello["protocol"] == 1 && hello["version"] == .string(ImgdVersion.string))
-            #expect(hello["features"] == JSONValue(["subscribe", "pin", "data", "explain", "ready", "metrics", "fd", "mirrors", "warm-set"]))
+            #expect(hello["features"] == JSONValue(["subscribe", "pin", "data", "explain", "ready", "metrics", "fd", "mirrors", "warm-set", "deadlines"]))
             #expect(try await fixture.object("ping") == ["pong": true])
             let atOnce = fixture.handler.answerAtOnce(ControlRequest(command: "ping"))
             #expect(atOnce == Result<JSONValue, ControlError>.success(["pong": true]), "ping is answered at once")

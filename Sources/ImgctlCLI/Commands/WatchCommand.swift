@@ -8,7 +8,8 @@ struct WatchCommand: ImgctlSubcommand {
         abstract: "Print the daemon's events as they happen, until interrupted.",
         discussion: """
             Each event is a line `SEQ EVENT key=value ...` (with --json, the event line as sent). \
-            Events: fetched, failed, evicted, list_claimed, list_done, memory_pressure, \
+            Events: fetched, failed, evicted, list_claimed, list_done, memory_pressure, revalidated, \
+            window, at_risk, on_track, \
             events_dropped. A gap in SEQ shows events that were not sent. Exit status 3 when the \
             daemon closes the connection (it stopped).
             """)

@@ -13,7 +13,7 @@ struct DaemonCommands {
     static let imageOptionFields = ["key", "sha256", "refresh"]
 
     /// The features `hello` announces.
-    static let features = ["subscribe", "pin", "data", "explain", "ready", "metrics", "fd", "mirrors", "warm-set"]
+    static let features = ["subscribe", "pin", "data", "explain", "ready", "metrics", "fd", "mirrors", "warm-set", "deadlines"]
 
     /// The reply when it needs no waiting (see ``DaemonCommandHandler/answerAtOnce(_:)``), else nil.
     func answerAtOnce() throws(ControlError) -> JSONValue? {
