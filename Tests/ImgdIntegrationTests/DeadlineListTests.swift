@@ -177,7 +177,9 @@ struct DeadlineListTests {
         }
     }
 
-    @Test("add with ready_by makes a list: named, owned by the caller, kept across a restart, reported; bad ready_by or name is invalid_argument and adds nothing; a second member's added list is theirs to cancel, not root's list")
+    @Test(
+        "add with ready_by makes a list: named, owned by the caller, kept across a restart, reported; bad ready_by or name is invalid_argument and adds nothing; a second member's added list is theirs to cancel, not root's list",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to act as a second uid"))
     func addWithReadyBy() async throws {
         let scratch = try ScratchFolder()
         defer { scratch.remove() }
@@ -245,6 +247,63 @@ struct DeadlineListTests {
                 ["add", "--socket", daemon.socket, "--ready-by", Self.iso(readyBy), "--name", "cli", server.url("/img/cli-1.png")], in: scratch.path)
             #expect(added.status == 0 && added.stdout.contains("added list cli.json of 1 URL, deadline in "), "\(added.stdout) \(added.stderr)")
             server.openGate("r")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+}
+
+extension DeadlineListTests {
+    @Test("a free turn goes to the waiting list whose deadline comes first, not the one claimed first")
+    func deadlineFirstTurns() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-active-lists", "1"])
+            defer { daemon.killIfRunning() }
+            try daemon.drop("first.txt", server.url("/img/first-1.png?gate=f") + "\n")
+            #expect(await server.waitForInFlight(atLeast: 1, timeout: .seconds(10)))
+            try daemon.drop("plain.txt", server.url("/img/plain-1.png?gate=p") + "\n")
+            #expect(await eventually(timeout: .seconds(10)) { try await daemon.list("plain.txt")?["state"] as? String == "waiting" })
+            let readyBy = (Self.nowMilliseconds / 1000 + 3600) * 1000
+            try daemon.drop("urgent.txt", "# ready-by: \(Self.iso(readyBy))\n" + server.url("/img/urgent-1.png?gate=u") + "\n")
+            #expect(await eventually(timeout: .seconds(10)) { try await daemon.list("urgent.txt")?["state"] as? String == "waiting" })
+            server.openGate("f")
+            #expect(await eventually(timeout: .seconds(10)) { try await daemon.list("urgent.txt")?["state"] as? String == "active" })
+            #expect(try await daemon.list("plain.txt")?["state"] as? String == "waiting")
+            server.openGate("u")
+            server.openGate("p")
+            #expect(await daemon.finishedList("plain.txt")?["state"] as? String == "done")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+
+    @Test(
+        "a member's adds with ready_by are bounded by its share of max-queued over its unfinished lists (queue_full, nothing added); root's are not",
+        .enabled(if: OtherUser.available, "needs root and util-linux's setpriv to act as a second uid"))
+    func addedListsKeepTheMembersShare() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            // A share of 25% of 40: 10 URLs.
+            let daemon = try await DaemonProcess.startShared(in: scratch, ["--max-queued", "40"])
+            defer { daemon.killIfRunning() }
+            let member = OtherUser.plain
+            let readyBy = Self.iso(Self.nowMilliseconds + 3_600_000)
+            let eight = Self.urls(server, "share", count: 8, query: "gate=s")
+            let first = try await member.result(jsonLine(["cmd": "add", "urls": eight, "ready_by": readyBy]), socket: daemon.socket)
+            #expect(first["accepted"] as? Int == 8, "\(first)")
+            let before = try await daemon.lists().count
+            let more = Self.urls(server, "more", count: 5, query: "gate=s")
+            let refused = try await member.call(jsonLine(["cmd": "add", "urls": more, "ready_by": readyBy]), socket: daemon.socket)
+            let error = refused["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "queue_full", "\(refused)")
+            #expect((error?["message"] as? String)?.contains("uid \(OtherUser.uid) has 8 URLs pending in its unfinished lists") == true, "\(refused)")
+            #expect(try await daemon.lists().count == before)
+            #expect(server.requestCount(prefix: "/img/more-") == 0)
+            // Root is privileged: no share.
+            let roots = try await daemon.result(jsonLine(["cmd": "add", "urls": Self.urls(server, "root", count: 30, query: "gate=s"), "ready_by": readyBy]))
+            #expect(roots["accepted"] as? Int == 30, "\(roots)")
+            server.openGate("s")
             #expect(await daemon.stop() == 0)
         }
     }

@@ -85,6 +85,7 @@ extension DaemonCommands {
         if let problem = AddedList.problem(withName: name) { throw .invalidArgument(field: "name", reason: problem) }
         if !name.hasSuffix(".json") { name += ".json" }
         let items = try addItems()
+        try await checkAddedListShare(adding: items.count)
         let isHigh = try request.choice("priority", of: ["high", "normal"], default: "normal") == "high"
         let pin = try pinDuration()
         let refresh = try refreshRule()
@@ -120,6 +121,24 @@ extension DaemonCommands {
             "accepted": JSONValue(entries.count - rejected.count), "rejected": .array(rejected), "list": .string(record.name),
             "ready_by": JSONValue(deadline),
         ]
+    }
+
+    /// A member that is not privileged may hold at most its share of `max-queued`
+    /// (`max-queued-share`) in URLs pending in its unfinished lists, this add's included: an
+    /// added list waits in the state database, not in the queue, and would otherwise let a
+    /// member past the bound its plain `add`s keep.
+    private func checkAddedListShare(adding count: Int) async throws(ControlError) {
+        let limit = heldLimit
+        guard limit.callerRequests < limit.requests else { return }
+        let uid = request.peer.uid, spool = services.spool
+        let pending = try await fromStateDatabase("counting the caller's pending list URLs") { () throws(SQLiteError) in
+            try spool.store.pendingURLs(ownedBy: uid)
+        }
+        guard pending + count > limit.callerRequests else { return }
+        let percent = services.config.withLock { $0.maxQueuedShare }
+        throw .other(
+            code: "queue_full",
+            message: "uid \(uid) has \(pending) URLs pending in its unfinished lists, and \(count) more would pass its share of max-queued (max-queued-share \(percent)%: \(limit.callerRequests) URLs); nothing was added: try again once some have finished")
     }
 
     /// `20261207T053000Z`: a name's time, in UTC.

@@ -31,6 +31,18 @@ extension ListStore {
         }
     }
 
+    /// The URLs still pending in `owner`'s unfinished lists (dropped or added).
+    public func pendingURLs(ownedBy owner: UInt32) throws(SQLiteError) -> Int {
+        try connection.withLock { connection throws(SQLiteError) in
+            let statement = try connection.statement(
+                "SELECT coalesce(sum(pending), 0) FROM lists WHERE owner = ?1 AND state IN ('claiming', 'active')")
+            defer { statement.reset() }
+            statement.bind(1, Int(owner))
+            guard try statement.step() else { return 0 }
+            return statement.int(0)
+        }
+    }
+
     /// The uid that owned `list`'s file when it was claimed; nil when not recorded (or no such list).
     public func owner(ofList list: Int) throws(SQLiteError) -> UInt32? {
         try connection.withLock { connection throws(SQLiteError) in

@@ -44,10 +44,11 @@ extension SpoolService {
     /// warmed (one finished or was cancelled, or a reload raised the cap). Their first windows
     /// are read by a pump enqueued behind this one, not inside a pump or a finish in progress.
     ///
-    /// The turn goes to the waiting list with the soonest deadline still to come; among lists
-    /// without one, to the first of the owner with the fewest lists being warmed (claim order
-    /// among equals): one member's thousand lists, dropped first, take the turns as they come
-    /// free only while no other member's list waits.
+    /// The turn goes to a waiting list of the owner with the fewest lists being warmed: of that
+    /// owner's, the one whose deadline (still to come) is soonest, else the first claimed. One
+    /// member's thousand lists, dropped first, take the turns as they come free only while no
+    /// other member's list waits, deadlines or not: a deadline orders a member's own lists, it
+    /// does not jump another member's.
     func startWaiting() {
         guard !stopping else { return }
         let cap = warming.activeLists
@@ -74,17 +75,14 @@ extension SpoolService {
         let now = WallClock.nowMilliseconds()
         while let record = turns.withLock({ [warmedBy] turns -> ListRecord? in
             guard turns.warmed < cap else { return nil }
-            // Among the lists not held to a closed window: the one whose deadline (still to come)
-            // is soonest, then the others by their owner's warmed lists.
+            // Among the lists not held to a closed window: of the owner with the fewest warmed, the
+            // one whose deadline (still to come) is soonest, then claim order.
             var next: Int?
             for (index, waiting) in turns.waiting.enumerated() where turns.gate.holding(waiting.name).isEmpty {
                 if let chosen = next {
-                    let (deadline, chosenDeadline) = (Self.comingDeadline(waiting, now: now), Self.comingDeadline(turns.waiting[chosen], now: now))
-                    if deadline != chosenDeadline {
-                        if deadline >= chosenDeadline { continue }
-                    } else if warmedBy[waiting.keyOwner, default: 0] >= warmedBy[turns.waiting[chosen].keyOwner, default: 0] {
-                        continue
-                    }
+                    let rank = (warmedBy[waiting.keyOwner, default: 0], Self.comingDeadline(waiting, now: now))
+                    let chosenRank = (warmedBy[turns.waiting[chosen].keyOwner, default: 0], Self.comingDeadline(turns.waiting[chosen], now: now))
+                    if rank >= chosenRank { continue }
                 }
                 next = index
             }
