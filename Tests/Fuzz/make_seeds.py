@@ -83,6 +83,7 @@ write("http-request", "small-limit", b"GET /image?url=" + b"a" * 400 + b" HTTP/1
 text_lists = {
     "plain": b"https://a.example/1.png\nhttps://a.example/2.jpg\nhttp://b.example/x.gif?size=2\n",
     "pin-header": b"# pin: 24h\n# a comment\n\nhttps://a.example/1.png\n  https://a.example/2.png  \n",
+    "ready-by-header": b"# Ready-By: 2026-12-07T05:30\n# refresh: 1d\nhttps://a.example/1.png\n# ready-by: 05:30\n",
     "crlf": b"https://a.example/1.png\r\nhttps://a.example/2.png\r\n\r\n",
     "bad-lines": b"not a url\nftp://a.example/x\nhttps://\nhttps://a.example/\xff\xfe.png\nhttps://a.example/ok.png\n",
     "no-final-newline": b"https://a.example/1.png\nhttps://a.example/2.png",
@@ -104,6 +105,8 @@ json_lists = {
     "trailing-comma": b'["https://a.example/1.png",]',
     "not-array": b'{"urls":["https://a.example/1.png"]}',
     "bad-escape": b'["https://a.example/\\x.png","\\ud800"]',
+    "deadline": b'{"ready_by":"2026-12-07T05:30:00.250+01:00","urls":["https://a.example/1.png",{"url":"https://a.example/2.png","pin":"1h"}]}',
+    "deadline-after": b'{ "urls" : [ "https://a.example/1.png" ] , "ready_by" : "05:30" }',
 }
 for name, text in json_lists.items():
     write("link-list-json", name, text + list_trailer())
