@@ -17,7 +17,7 @@ BUILD_PACKAGES := libcurl4-openssl-dev libssl-dev libsystemd-dev libsqlite3-dev 
 TEST_PACKAGES := curl sqlite3 openssl nginx libnginx-mod-http-image-filter prometheus systemd-container debootstrap
 LIST ?=
 
-.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-http bench-window bench-courtesy bench-fleet bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
+.PHONY: run test smoke build deps test-deps bench bench-abuse bench-scrape bench-http bench-window bench-deadline bench-courtesy bench-fleet bench-compare crash-loop clean fuzz test-tsan test-asan sanitizer-smoke boot-test
 
 # Services a package brings (nginx) are not started by its install: a policy-rc.d that refuses
 # every start (exit 101) is in place for the install, unless the machine has one of its own.
@@ -132,6 +132,13 @@ bench-http: deps
 WINDOW_ARGS ?=
 bench-window: deps
 	bench/window-bench.sh $(WINDOW_ARGS)
+
+# Issue 31's deadline lists: how close lists' eta is to the finish, and what the larger share of
+# a list at risk does against a list without a deadline (DEADLINE_ARGS: --urls, --delay-ms,
+# --parallel); figures to bench/RESULTS.md.
+DEADLINE_ARGS ?=
+bench-deadline: deps
+	bench/deadline-bench.sh $(DEADLINE_ARGS)
 
 # Issue 31's courtesy loop: a warm beside a CPU hog, courtesy off and on; the host's stall share,
 # the hog's CPU and the warm time to bench/RESULTS.md (needs root: nginx, a loop mount).
