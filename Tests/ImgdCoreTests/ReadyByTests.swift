@@ -70,6 +70,7 @@ struct ReadyByTests {
             ("2026-12-07 05:30", "an instant is written"),
             ("2026-12-07T05:30:00.Z", "an instant is written"),
             (String(repeating: "9", count: 100), "longer than 64"),
+            ("1969-12-31T23:59:59Z", "the year 1969 is before 1970"),
         ])
     func refused(text: String, reason: String) {
         #expect {
@@ -125,6 +126,7 @@ struct ReadyByTests {
             (#"{}"#, "the list's object is empty", 0),
             (#"{"urls": "http://a.example/1.png"}"#, "\"urls\" must be an array", 0),
             (#"{"urls": [], "urls": []}"#, "\"urls\" twice", 0),
+            (#"{"ready_by": "05:30", "ready_by": "06:30", "urls": []}"#, "\"ready_by\" twice", 0),
             (#"{"urls": []} []"#, "after the end of the list's object", 0),
             (#"{"urls": [] "ready_by": "05:30"}"#, "expected ',' or '}' in the list's object", 0),
         ])

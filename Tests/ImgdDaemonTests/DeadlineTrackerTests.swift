@@ -67,12 +67,25 @@ struct DeadlineTrackerTests {
         #expect(seen.map(\.change) == [.atRisk], "\(seen)")
     }
 
-    @Test("nothing settling for 3 s is a risk (no estimate); a deadline passed with URLs left is one too, without the boost")
+    @Test("nothing settling for 10% of the time left (at least 3 s) is a risk, with no estimate; a slow start a day early is not; a deadline passed with URLs left is a risk without the boost")
     func stalledAndLate() {
-        var stalled = DeadlineTracker(readyBy: 3_600_000, remaining: 10)
+        // 20 s left: 10% is 2 s, so the 3 s floor applies.
+        var stalled = DeadlineTracker(readyBy: 20_000, remaining: 10)
         _ = stalled.update(now: 0, remaining: 10)
-        #expect(Self.run(&stalled, from: 0, seconds: 1..<4, perSecond: 0, total: 10).map(\.change) == [.atRisk])
+        let changes = Self.run(&stalled, from: 0, seconds: 1..<4, perSecond: 0, total: 10)
+        #expect(changes.map(\.second) == [3] && changes.map(\.change) == [.atRisk], "\(changes)")
         #expect(stalled.estimate.eta == nil && stalled.estimate.rate == 0)
+        // A day left: a first transfer that takes a minute is no risk; silence for 2.4 h would be.
+        var early = DeadlineTracker(readyBy: 86_400_000, remaining: 10)
+        _ = early.update(now: 0, remaining: 10)
+        #expect(Self.run(&early, from: 0, seconds: 1..<60, perSecond: 0, total: 10).isEmpty)
+        #expect(early.update(now: 8_700_000, remaining: 10) == .atRisk)
+        // A pause forgets the silence: the count starts again at the resume.
+        var paused = DeadlineTracker(readyBy: 20_000, remaining: 10)
+        _ = paused.update(now: 0, remaining: 10)
+        _ = Self.run(&paused, from: 0, seconds: 1..<3, perSecond: 0, total: 10)
+        paused.restartRate()
+        #expect(Self.run(&paused, from: 0, seconds: 3..<5, perSecond: 0, total: 10).isEmpty)
         // Claimed after its deadline: at risk at once, but no larger share for it.
         var late = DeadlineTracker(readyBy: 1_000, remaining: 10)
         #expect(late.update(now: 5_000, remaining: 10) == .atRisk)

@@ -202,10 +202,13 @@ struct DeadlineListTests {
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": "../escape"]), "name"),
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": ".hidden"]), "name"),
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "name": "no-deadline"]), "name"),
+                (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": "nightly.report"]), "kept for reports"),
+                (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": "  "]), "only spaces"),
+                (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "2020-01-01T00:00:00Z"]), "which has passed"),
             ] {
                 let refused = try await daemon.call(line)
                 let error = refused["error"] as? [String: Any]
-                #expect(error?["code"] as? String == "invalid_argument" && (error?["message"] as? String)?.contains(field) == true, "\(refused)")
+                #expect(error?["code"] as? String == "invalid_argument" && (error?["message"] as? String)?.contains(field) == true, "\(line): \(refused)")
             }
             #expect(try await daemon.lists().count == before)
             #expect(server.requestCount(prefix: "/img/x.png") == 0)
@@ -300,10 +303,61 @@ extension DeadlineListTests {
             #expect((error?["message"] as? String)?.contains("uid \(OtherUser.uid) has 8 URLs pending in its unfinished lists") == true, "\(refused)")
             #expect(try await daemon.lists().count == before)
             #expect(server.requestCount(prefix: "/img/more-") == 0)
+            // Sent at once on several connections, the adds are judged one after another: at most
+            // the share is taken.
+            let burst = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 1...4 {
+                    group.addTask {
+                        let reply = try await member.call(
+                            jsonLine(["cmd": "add", "urls": Self.urls(server, "burst\(index)", count: 2, query: "gate=s"), "ready_by": readyBy]),
+                            socket: daemon.socket)
+                        return (reply["result"] as? [String: Any])?["accepted"] as? Int ?? 0
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(burst == 2, "the member's concurrent adds took \(burst) URLs past its 8 of 10")
             // Root is privileged: no share.
             let roots = try await daemon.result(jsonLine(["cmd": "add", "urls": Self.urls(server, "root", count: 30, query: "gate=s"), "ready_by": readyBy]))
             #expect(roots["accepted"] as? Int == 30, "\(roots)")
             server.openGate("s")
+            #expect(await daemon.stop() == 0)
+        }
+    }
+}
+
+extension DeadlineListTests {
+    @Test("of one owner's lists at risk only the one whose deadline comes first has the larger share (lists' boosted); it passes to the next when that one finishes")
+    func oneBoostPerOwner() async throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        try await withRunningServer { server in
+            let daemon = try await DaemonProcess.start(in: scratch.path, arguments: ["--max-parallel", "2", "--max-per-host", "2"])
+            defer { daemon.killIfRunning() }
+            let events = try await daemon.subscribe(["at_risk"])
+            defer { events.close() }
+            // Both stall (their origin holds every request) with 20 s left: at risk in 3 s.
+            let soon = Self.nowMilliseconds + 20_000, later = soon + 1000
+            try daemon.drop("first.txt", "# ready-by: \(Self.iso(soon + 999))\n" + Self.urls(server, "first", count: 4, query: "gate=a").joined(separator: "\n") + "\n")
+            try daemon.drop("second.txt", "# ready-by: \(Self.iso(later + 999))\n" + Self.urls(server, "second", count: 4, query: "gate=b").joined(separator: "\n") + "\n")
+            for name in ["first.txt", "second.txt"] {
+                #expect(await events.first("at_risk", timeout: .seconds(15)) { $0["name"] as? String == name } != nil, "\(name)")
+            }
+            var shown: [String: Bool] = [:]
+            #expect(await eventually(timeout: .seconds(5)) {
+                let lists = try await daemon.lists()
+                shown = Dictionary(uniqueKeysWithValues: lists.compactMap { list in
+                    (list["name"] as? String).map { ($0, list["boosted"] as? Bool ?? false) }
+                })
+                return shown["first.txt"] == true
+            })
+            #expect(shown["first.txt"] == true && shown["second.txt"] == false, "\(shown)")
+            // The first one done, the second takes the larger share.
+            server.openGate("a")
+            #expect(await daemon.finishedList("first.txt")?["state"] as? String == "done")
+            #expect(await eventually(timeout: .seconds(5)) { try await daemon.list("second.txt")?["boosted"] as? Bool == true })
+            server.openGate("b")
+            #expect(await daemon.finishedList("second.txt")?["state"] as? String == "done")
             #expect(await daemon.stop() == 0)
         }
     }

@@ -80,6 +80,7 @@ public enum ReadyBy: Sendable, Equatable, CustomStringConvertible {
                 guard digits > 0 else { throw ReadyByError(text: text, reason: shape) }
             }
         }
+        guard year >= 1970 else { throw ReadyByError(text: text, reason: "the year \(year) is before 1970") }
         guard (1...12).contains(month), (1...CivilDate.days(inMonth: month, of: year)).contains(day) else {
             throw ReadyByError(text: text, reason: "there is no day \(day) in month \(month) of \(year)")
         }

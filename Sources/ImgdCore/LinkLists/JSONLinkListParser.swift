@@ -152,6 +152,7 @@ struct JSONLinkListParser {
             sawURLs = true
             state = .beforeElement(first: true)
         case "ready_by":
+            guard readyBy == nil else { throw source.malformed("the list's object has \"ready_by\" twice") }
             guard try source.peek() == UInt8(ascii: "\"") else {
                 throw source.malformed("bad ready_by: not a string such as \"2026-12-07T05:30:00Z\" or \"05:30\"")
             }

@@ -80,12 +80,17 @@ extension DaemonCommands {
         } catch {
             throw .invalidArgument(field: "ready_by", reason: "\(error)")
         }
+        // A deadline already past is most likely a slip (a year, a zone): said, not warmed late.
+        if deadline <= now {
+            throw .invalidArgument(
+                field: "ready_by", reason: "'\(EchoedText.cut(text))' is \(URLExpiry.iso8601(milliseconds: deadline)), which has passed")
+        }
         let uid = request.peer.uid
         var name = try request.optionalString("name") ?? "add-\(uid)-\(Self.compactTime(now))"
-        if let problem = AddedList.problem(withName: name) { throw .invalidArgument(field: "name", reason: problem) }
+        // Checked with its `.json`: `x.report` would otherwise become a report's name.
         if !name.hasSuffix(".json") { name += ".json" }
+        if let problem = AddedList.problem(withName: name) { throw .invalidArgument(field: "name", reason: problem) }
         let items = try addItems()
-        try await checkAddedListShare(adding: items.count)
         let isHigh = try request.choice("priority", of: ["high", "normal"], default: "normal") == "high"
         let pin = try pinDuration()
         let refresh = try refreshRule()
@@ -112,9 +117,12 @@ extension DaemonCommands {
         }
         // The list's file: the `urls` as given, with the deadline as an instant.
         let file: JSONValue = ["ready_by": .string(URLExpiry.iso8601(milliseconds: deadline)), "urls": request.value("urls") ?? .array([])]
+        // A member's added lists are bounded by its share of max-queued, judged on the spool's
+        // queue against every list recorded before (``SpoolService/add(_:)``).
+        let share = authority.isPrivileged(request.peer) ? nil : heldLimit.callerRequests
         let added = AddedList(
             name: name, owner: uid, items: entries, file: Array((file.jsonText + "\n").utf8), readyBy: deadline, pinMilliseconds: pin,
-            refresh: refresh)
+            refresh: refresh, ownerShare: share)
         let record = try await services.spool.add(added)
         logChange("add: list \(EchoedText.cut(record.name)) of \(entries.count) URLs, ready by \(URLExpiry.iso8601(milliseconds: deadline))")
         return [
@@ -123,27 +131,10 @@ extension DaemonCommands {
         ]
     }
 
-    /// A member that is not privileged may hold at most its share of `max-queued`
-    /// (`max-queued-share`) in URLs pending in its unfinished lists, this add's included: an
-    /// added list waits in the state database, not in the queue, and would otherwise let a
-    /// member past the bound its plain `add`s keep.
-    private func checkAddedListShare(adding count: Int) async throws(ControlError) {
-        let limit = heldLimit
-        guard limit.callerRequests < limit.requests else { return }
-        let uid = request.peer.uid, spool = services.spool
-        let pending = try await fromStateDatabase("counting the caller's pending list URLs") { () throws(SQLiteError) in
-            try spool.store.pendingURLs(ownedBy: uid)
-        }
-        guard pending + count > limit.callerRequests else { return }
-        let percent = services.config.withLock { $0.maxQueuedShare }
-        throw .other(
-            code: "queue_full",
-            message: "uid \(uid) has \(pending) URLs pending in its unfinished lists, and \(count) more would pass its share of max-queued (max-queued-share \(percent)%: \(limit.callerRequests) URLs); nothing was added: try again once some have finished")
-    }
-
-    /// `20261207T053000Z`: a name's time, in UTC.
+    /// `20261207T053000.123Z`: a default name's time, in UTC, to the millisecond.
     static func compactTime(_ milliseconds: Int) -> String {
-        URLExpiry.iso8601(milliseconds: milliseconds).filter { $0 != "-" && $0 != ":" }
+        let second = URLExpiry.iso8601(milliseconds: milliseconds).filter { $0 != "-" && $0 != ":" && $0 != "Z" }
+        return second + "." + String(String(1000 + milliseconds % 1000).dropFirst()) + "Z"
     }
 
     /// `add`'s `urls`: each a URL string, or an object with `url` and the options of an object

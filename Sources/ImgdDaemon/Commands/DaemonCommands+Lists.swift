@@ -174,6 +174,7 @@ extension DaemonCommands {
             } else {
                 object["eta"] = record.estimate?.eta.map { JSONValue($0) } ?? .null
                 object["at_risk"] = .bool(record.estimate?.atRisk ?? (WallClock.nowMilliseconds() >= readyBy))
+                object["boosted"] = .bool(record.estimate?.boosted ?? false)
             }
         }
         return .object(object)

@@ -12,4 +12,7 @@ public struct DeadlineEstimate: Sendable, Equatable {
     public var rate: Double?
     /// URLs left to settle.
     public var remaining: Int
+    /// Whether it has the larger share of the transfer slots now (at most one list per owner:
+    /// ``SpoolService``'s deadline weights).
+    public var boosted = false
 }

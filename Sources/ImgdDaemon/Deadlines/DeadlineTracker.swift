@@ -9,7 +9,8 @@ import DequeModule
 ///   down is seen within seconds, and one burst of cached URLs is not taken for its pace. No
 ///   estimate is made before ``minimumSpan`` of observation.
 /// - **At risk:** when the estimate (now + remaining / rate) passes the deadline, when nothing
-///   settled over a whole window, or when the deadline passes with URLs left.
+///   settled for 10% of the time left (at least ``minimumSpan``: a slow first transfer a day
+///   before the deadline is no risk), or when the deadline passes with URLs left.
 /// - **On track again:** only when the estimate is back before the deadline by a margin (10% of
 ///   the time left, at least 2 s), so a list hovering at its deadline does not send an event a
 ///   second.
@@ -35,6 +36,9 @@ struct DeadlineTracker {
     private(set) var settled = 0
     /// (time, settled) at each update, the last ``rateWindow`` of them.
     private var samples = Deque<(at: Int, settled: Int)>()
+    /// Since when nothing has settled (the first update, or the last one that saw a URL settle).
+    private var quietSince: Int?
+    private var settledAtLastUpdate = 0
     private(set) var estimate: DeadlineEstimate
     /// Whether the list was ever at risk before its deadline: it keeps the larger share.
     private(set) var isBoosted = false
@@ -57,12 +61,17 @@ struct DeadlineTracker {
     func weight(now: Int) -> Int { isBoosted && now < readyBy ? Self.boostWeight : 1 }
 
     /// Forgets the samples (the list was paused: its rate while paused says nothing).
-    mutating func restartRate() { samples.removeAll() }
+    mutating func restartRate() {
+        samples.removeAll()
+        quietSince = nil
+    }
 
     /// Takes a sample at `now` with `remaining` URLs left, updates the estimate, and says
     /// whether the list just became at risk or recovered.
     mutating func update(now: Int, remaining: Int) -> Change? {
         samples.append((now, settled))
+        if quietSince == nil || settled != settledAtLastUpdate { quietSince = now }
+        settledAtLastUpdate = settled
         while let first = samples.first, now - first.at > Self.rateWindow, samples.count > 2 { samples.removeFirst() }
         let span = now - samples.first!.at
         var next = DeadlineEstimate(eta: nil, atRisk: estimate.atRisk, rate: nil, remaining: remaining)
@@ -71,7 +80,10 @@ struct DeadlineTracker {
             next.rate = rate
             if rate > 0 { next.eta = now + Int((Double(remaining) / rate * 1000).rounded(.up)) }
         }
-        let stalled = next.rate == 0 && remaining > 0
+        // Nothing settled for 10% of the time left (at least 3 s): a list that has not started to
+        // move is at risk only once its silence is long enough to matter for its deadline.
+        let stalled = remaining > 0 && now - quietSince! >= max(Self.minimumSpan, (readyBy - now) / 10)
+        if stalled { next.eta = nil }
         if remaining == 0 {
             // Settled: the list finishes now, and its report says whether in time.
         } else if now >= readyBy || stalled || (next.eta ?? 0) > readyBy {

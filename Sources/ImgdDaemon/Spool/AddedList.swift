@@ -17,10 +17,13 @@ public struct AddedList: Sendable {
     public let readyBy: Int
     public let pinMilliseconds: Int?
     public let refresh: RefreshRule?
+    /// For an owner that is not privileged, its share of `max-queued`: the URLs pending in its
+    /// unfinished lists, this one's included, may not pass it. Nil: no bound.
+    public let ownerShare: Int?
 
     public init(
         name: String, owner: UInt32, items: [(text: String, item: Item)],
-        file: [UInt8], readyBy: Int, pinMilliseconds: Int?, refresh: RefreshRule?
+        file: [UInt8], readyBy: Int, pinMilliseconds: Int?, refresh: RefreshRule?, ownerShare: Int?
     ) {
         self.name = name
         self.owner = owner
@@ -29,6 +32,7 @@ public struct AddedList: Sendable {
         self.readyBy = readyBy
         self.pinMilliseconds = pinMilliseconds
         self.refresh = refresh
+        self.ownerShare = ownerShare
     }
 
     /// One item of the `add`.
@@ -39,12 +43,14 @@ public struct AddedList: Sendable {
         case bad(String)
     }
 
-    /// Why `name` cannot name a list, or nil: it becomes a file name in `done/` or `failed/`.
+    /// Why `name` (with its `.json`) cannot name a list, or nil: it becomes a file name in
+    /// `done/` or `failed/`, beside reports.
     public static func problem(withName name: String) -> String? {
-        if name.isEmpty { return "is empty" }
         if name.utf8.count > 128 { return "is longer than 128 bytes" }
+        let base = name.hasSuffix(".json") ? name.dropLast(5) : Substring(name)
+        if base.allSatisfy({ $0 == " " || $0 == "\t" }) { return "is empty or only spaces" }
         if name.hasPrefix(".") { return "starts with '.' (hidden names are ignored in the spool)" }
-        if name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) {
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "/" }) {
             return "holds '/' or a control character"
         }
         if name.hasSuffix(ListReportWriter.suffix) { return "ends in \(ListReportWriter.suffix), which is kept for reports" }

@@ -49,9 +49,9 @@ actor ListClaimer {
 
     // Not private: used by ListClaimer+Refusal.
     let folders: SpoolFolders
-    let store: ListStore
+    private let store: ListStore
     let reports: ListReportWriter
-    let pruner: ListPruner
+    private let pruner: ListPruner
     let logger: Logger
     let onEvent: @Sendable (SpoolEvent) -> Void
     private let onClaimed: @Sendable (ListRecord, Bool) -> Void
@@ -267,8 +267,13 @@ actor ListClaimer {
             // A JSON list's `ready_by` may follow its URLs: known once the reading is done. A
             // time of day is the next one after the claim, in the daemon's zone.
             if reading != .stopped, let readyBy = reader.readyBy {
-                try store.setReadyBy(
-                    list: record.id, milliseconds: Int(readyBy.deadline(afterMilliseconds: Int64(record.claimedAt), in: SystemLocalZone())))
+                let deadline = Int(readyBy.deadline(afterMilliseconds: Int64(record.claimedAt), in: SystemLocalZone()))
+                try store.setReadyBy(list: record.id, milliseconds: deadline)
+                // Warmed all the same (a list dropped late still wants its images), and said.
+                if deadline <= record.claimedAt {
+                    logger.forList(name).warning(
+                        "the list's deadline \(readyBy) (\(URLExpiry.iso8601(milliseconds: deadline))) had passed when it was claimed: it is warmed as any list, and its report will say the deadline was missed")
+                }
             }
         } catch {
             abandon(record)
@@ -342,7 +347,7 @@ actor ListClaimer {
     /// spool; read again, after waits that double from 1 s to ``longestClaimRetrySeconds``, while
     /// the state database fails, since the list is in `.claimed/` and nothing else would start it
     /// before a restart.
-    func handOver(_ record: ListRecord, cancelled: Bool, attempts: Int = 0) {
+    private func handOver(_ record: ListRecord, cancelled: Bool, attempts: Int = 0) {
         // Stopped: it is active in the database and in `.claimed/`, and the next start resumes it.
         guard !isStopping else { return }
         do {
@@ -385,7 +390,7 @@ actor ListClaimer {
 
     /// Drops a claim that did not complete; its rows go with the next prune. If the state
     /// database refuses, the half-made claim stays, harmless: the next start drops it.
-    func abandon(_ record: ListRecord) {
+    private func abandon(_ record: ListRecord) {
         do {
             try store.abandonClaim(list: record.id)
         } catch {

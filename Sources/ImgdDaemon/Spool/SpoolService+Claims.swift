@@ -97,22 +97,3 @@ extension SpoolService {
     }
 }
 
-extension SpoolService {
-    /// Makes an `add` with a deadline a list (``AddedList``), claimed like a dropped one: its
-    /// record once its URLs are in the state database and its file in `.claimed/`.
-    public func add(_ added: AddedList) async throws(ControlError) -> ListRecord {
-        guard !stopping, let claimer else { throw .shuttingDown }
-        do {
-            return try await claimer.claim(added)
-        } catch {
-            switch error {
-            case .stopping:
-                throw .shuttingDown
-            case .state(let error):
-                throw .stateUnavailable(what: "recording the added list", cause: "\(error)")
-            case .file(let code):
-                throw .stateUnavailable(what: "writing the added list's file in the spool's .claimed/", cause: String(cString: strerror(code)))
-            }
-        }
-    }
-}

@@ -190,7 +190,9 @@ extension TransferEngine {
         guard !candidates.isEmpty else { return }
         let candidateHosts = Set(candidates.map { $0.target.hostKey })
         // The heaviest first: a list at risk takes a slot given up before one on an equal share.
-        let byWeight = queue.weights.isEmpty ? waiting : waiting.sorted { queue.weight(of: $0) > queue.weight(of: $1) }
+        let byWeight = queue.weights.isEmpty
+            ? waiting
+            : waiting.enumerated().sorted { (queue.weight(of: $1.element), $0.offset) < (queue.weight(of: $0.element), $1.offset) }.map(\.element)
         for submitter in byWeight where runningBySubmitter[submitter, default: 0] < share(of: submitter) {
             let job = queue.next(
                 priority: .prefetch, submitter: submitter, isLive: { $0.state == .queued },
