@@ -204,6 +204,8 @@ struct DeadlineListTests {
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "name": "no-deadline"]), "name"),
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": "nightly.report"]), "kept for reports"),
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": "  "]), "only spaces"),
+                // 123 bytes and `.json` is 128, the most; 124 and `.json` is one over.
+                (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "05:30", "name": String(repeating: "n", count: 124)]), "longer than 128 bytes"),
                 (jsonLine(["cmd": "add", "urls": [server.url("/img/x.png")], "ready_by": "2020-01-01T00:00:00Z"]), "which has passed"),
             ] {
                 let refused = try await daemon.call(line)
@@ -212,6 +214,10 @@ struct DeadlineListTests {
             }
             #expect(try await daemon.lists().count == before)
             #expect(server.requestCount(prefix: "/img/x.png") == 0)
+            // At the bound, taken.
+            let longest = String(repeating: "n", count: 123)
+            let taken = try await daemon.result(jsonLine(["cmd": "add", "urls": [server.url("/img/longest.png")], "ready_by": "05:30", "name": longest]))
+            #expect(taken["list"] as? String == longest + ".json", "\(taken)")
 
             // Kept across a restart (its URL held at the origin meanwhile).
             #expect(await daemon.stop() == 0)

@@ -23,7 +23,7 @@ public enum ReadyBy: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads `text` (surrounding spaces ignored) in one of the three forms.
     public init(parsing text: String) throws(ReadyByError) {
-        let trimmed = text.trimmingASCIISpaces
+        let trimmed = text.trimmingSpaces
         guard !trimmed.isEmpty else { throw ReadyByError(text: text, reason: "it is empty") }
         guard trimmed.utf8.count <= Self.maximumLength else {
             throw ReadyByError(text: String(trimmed.prefix(Self.maximumLength)) + "…", reason: "it is longer than \(Self.maximumLength) characters")
@@ -139,15 +139,5 @@ public enum ReadyBy: Sendable, Equatable, CustomStringConvertible {
         case .timeOfDay(let second):
             return DailyHours.spell(second)
         }
-    }
-}
-
-extension String {
-    /// Without the spaces and tabs at either end.
-    var trimmingASCIISpaces: String {
-        var view = Substring(self)
-        while let first = view.first, first == " " || first == "\t" { view.removeFirst() }
-        while let last = view.last, last == " " || last == "\t" { view.removeLast() }
-        return String(view)
     }
 }

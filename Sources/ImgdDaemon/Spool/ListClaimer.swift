@@ -388,16 +388,9 @@ actor ListClaimer {
         }
     }
 
-    /// Drops a claim that did not complete; its rows go with the next prune. If the state
-    /// database refuses, the half-made claim stays, harmless: the next start drops it.
+    /// Drops a claim that did not complete (``ListPruner/dropHalfMadeClaim(_:)``).
     private func abandon(_ record: ListRecord) {
-        do {
-            try store.abandonClaim(list: record.id)
-        } catch {
-            logger.forList(record.name).warning(
-                "cannot drop the list's half-made claim from the state database, ignoring (the next start drops it): \(error)")
-        }
-        pruner.schedule()  // its rows
+        pruner.dropHalfMadeClaim(record)
     }
 
     /// A line of a list as it is recorded.

@@ -48,6 +48,19 @@ actor ListPruner {
         }
     }
 
+    /// Drops a claim that did not complete (its row at once, its URL rows with the pass this
+    /// asks for), on the caller's thread. If the state database refuses, the half-made claim
+    /// stays, harmless: the next start drops it.
+    nonisolated func dropHalfMadeClaim(_ record: ListRecord) {
+        do {
+            try store.abandonClaim(list: record.id)
+        } catch {
+            logger.forList(record.name).warning(
+                "cannot drop the list's half-made claim from the state database, ignoring (the next start drops it): \(error)")
+        }
+        schedule()  // its rows
+    }
+
     /// Stops between batches; returns once no pass runs (after the one in progress and those
     /// queued, which return at once). What was not pruned is at the next start.
     /// (Not isolated: the flag is set at once, while a pass holds the actor.)

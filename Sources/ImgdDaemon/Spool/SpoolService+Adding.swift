@@ -80,11 +80,11 @@ extension SpoolService {
             try store.setReadyBy(list: record.id, milliseconds: added.readyBy)
             try store.checkpoint()
         } catch {
-            abandonAdded(record)
+            pruner.dropHalfMadeClaim(record)
             throw .state(error)
         }
         if let code = writeClaimedFile(record.claimedFile, added.file) {
-            abandonAdded(record)
+            pruner.dropHalfMadeClaim(record)
             throw .file(errno: code)
         }
         do {
@@ -126,16 +126,5 @@ extension SpoolService {
         // The rename on disk before the list is claimed (a failure here is one the next start copes with).
         _ = fsync(folders.claimed)
         return nil
-    }
-
-    /// Drops an added list's half-made claim (its rows go with the next prune).
-    private func abandonAdded(_ record: ListRecord) {
-        do {
-            try store.abandonClaim(list: record.id)
-        } catch {
-            logger.forList(record.name).warning(
-                "cannot drop the added list's half-made claim from the state database, ignoring (the next start drops it): \(error)")
-        }
-        pruner.schedule()
     }
 }
